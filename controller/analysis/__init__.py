@@ -1,0 +1,1 @@
+"""twinnet: controller/analysis."""

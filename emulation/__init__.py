@@ -1,0 +1,1 @@
+"""Mininet emulation of twin-switch networks, traffic, path measurement, and the twinnet command line."""

@@ -1,0 +1,48 @@
+"""The ``twinnet`` command: one sub-command per job, each defined in the module that does the job.
+
+Each module listed in SUBCOMMANDS provides ``add_arguments(parser)`` and
+``main(args) -> int`` and imports nothing heavy at module level, so that
+``twinnet topo`` does not load Mininet or scapy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: sub-command -> (module, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "topo": ("topologies.cli", "describe, list or draw a topology (no emulation)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="twinnet",
+        description="Emulate interconnection networks of twin switches with P4 cards.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(sub)
+        sub.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._module.main(args) or 0)
+    except KeyboardInterrupt:
+        print("twinnet: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as error:  # bad input and environment problems: a message, not a trace
+        print(f"twinnet {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
