@@ -60,6 +60,11 @@ def pe_of_mac(mac: str) -> int:
     return _check_pe(int.from_bytes(bytes(octets[2:]), "big") - 1)
 
 
+def interface_name(node: str, port: int) -> str:
+    """Mininet interface of port `port` of card or host `node`: interface_name("c7", 3) == "c7-eth3"."""
+    return f"{node}-eth{port}"
+
+
 def card_name(card_id: int) -> str:
     """Mininet switch name of card `card_id`; its interfaces are c<id>-eth<port>."""
     if card_id < 0:

@@ -207,6 +207,17 @@ class Topology:
     def links_of_kind(self, kind: LinkKind) -> list[Link]:
         return [link for link in self.links if link.kind == kind]
 
+    def port_named(self, card: str, name: str) -> PortRef:
+        """The port of `card` whose seed name is `name` ("d1-", "int0", "pe", "5", ...); KeyError if none."""
+        if not hasattr(self, "_ports_by_name"):
+            self._ports_by_name = {(ref.node, port_name): ref for ref, port_name in self.port_names.items()}
+        return self._ports_by_name[card, name]
+
+    def missing_ports(self) -> list[PortRef]:
+        """Card ports that have no link and are not listed as unused: empty for a complete topology."""
+        return [ref for card in self.cards for ref in self.card_ports(card)
+                if ref not in self._links_at and ref not in self.unused_ports]
+
     # -- summaries ------------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
