@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._module.main(args) or 0)
+    except BrokenPipeError:  # output piped into `head` and the like: not an error
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("twinnet: interrupted", file=sys.stderr)
         return 130

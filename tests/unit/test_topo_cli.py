@@ -51,6 +51,7 @@ def test_summary_shows_the_port_table(capsys: pytest.CaptureFixture[str]) -> Non
         (["topo", "torus", "--k", "4", "--n", "2", "--list", "hosts"], 16),
         (["topo", "ndt", "--dims", "2x2x2", "--list", "ports"], 16 * 5),
         (["topo", "ndt", "--n", "5", "--list", "configs"], 126),
+        (["topo", "ndt", "--n", "7", "--list-configs"], 1716),
         (["topo", "fattree", "--twin", "--k", "6", "--list", "configs"], 20),
     ],
 )
