@@ -14,9 +14,12 @@ LAUNCHER=/usr/local/bin/twinnet
 SYSTEM_PYTHON=/usr/bin/python3
 
 # Debian packages: the emulator (mininet, iproute2, ethtool, iperf), the C
-# preprocessor the embedded P4 target runs like p4c does (cpp), venv support.
+# preprocessor the embedded P4 target runs like p4c does (cpp), venv support, and
+# what the VM's checks use (tests/unit/test_vm_*.py: ruby, shellcheck, vagrant with
+# its libvirt plugin, which makes `vagrant validate` check provider settings too).
 APT_PACKAGES=(mininet iproute2 ethtool iperf iputils-ping net-tools procps cpp
-              python3-venv python3-dev gcc)
+              python3-venv python3-dev gcc
+              ruby shellcheck vagrant vagrant-libvirt)
 
 missing_apt_packages() {
     local pkg
@@ -66,3 +69,32 @@ exec "$VENV/bin/twinnet" "\$@"
 LAUNCH
 chmod 755 "$LAUNCHER"
 echo "== twinnet is ready: $LAUNCHER -> $VENV/bin/twinnet"
+
+# ---- embedded switch environment (twinnet-switch) ------------------------------------
+# The switch serves P4Runtime; with p4runtime-shell's pinned pure-Python protobuf a
+# Write of 100 entries costs ~40 ms of parsing alone. The switch therefore runs in its
+# own environment with a current protobuf (upb) and P4Runtime modules regenerated for it
+# (emulation/target/switch_protos.py; same wire format). emulation.target.switch_launcher
+# finds $SWITCH_VENV/bin/twinnet-switch; /usr/local/bin/twinnet-switch points to it.
+SWITCH_VENV="$VENV/switch"  # inside .venv: ignored by git and ruff like it
+SWITCH_LAUNCHER=/usr/local/bin/twinnet-switch
+switch_stamp="$SWITCH_VENV/.twinnet-switch-installed"
+if [[ ! -f "$switch_stamp" || "$REPO/pyproject.toml" -nt "$switch_stamp" \
+      || "$REPO/emulation/target/switch_protos.py" -nt "$switch_stamp" ]]; then
+    echo "== installing the switch environment $SWITCH_VENV"
+    [[ -x "$SWITCH_VENV/bin/python" ]] || "$SYSTEM_PYTHON" -m venv "$SWITCH_VENV"
+    "$SWITCH_VENV/bin/python" -m pip install -q --upgrade pip
+    # Pinned: the P4Runtime modules are regenerated with this grpcio-tools for this protobuf.
+    "$SWITCH_VENV/bin/python" -m pip install -q grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2 \
+        p4runtime==1.6.0 googleapis-common-protos==1.76.0 "lark>=1.1.9"
+    "$SWITCH_VENV/bin/python" -m pip install -q --no-deps -e "$REPO"
+    "$SWITCH_VENV/bin/python" "$REPO/emulation/target/switch_protos.py"
+    touch "$switch_stamp"
+fi
+cat > "$SWITCH_LAUNCHER" <<LAUNCH
+#!/bin/sh
+# twinnet-switch launcher written by $REPO/scripts/setup.sh
+exec "$SWITCH_VENV/bin/twinnet-switch" "\$@"
+LAUNCH
+chmod 755 "$SWITCH_LAUNCHER"
+echo "== twinnet-switch is ready: $SWITCH_LAUNCHER -> $SWITCH_VENV/bin/twinnet-switch"

@@ -1,0 +1,111 @@
+"""The control-plane model of a compiled program: tables, actions, counters, registers (P4Info names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ActionParamSpec:
+    """One control-plane parameter of an action."""
+
+    name: str
+    width: int
+
+
+@dataclass
+class ActionSpec:
+    """An action: P4Info name, generated function, control-plane parameters."""
+
+    name: str
+    function: str
+    params: list[ActionParamSpec]
+    aid: int
+    annotations: dict = field(default_factory=dict)
+    hidden: bool = False
+
+
+@dataclass
+class KeySpec:
+    """One key field of a table."""
+
+    name: str
+    match_kind: str  # exact | lpm | ternary | range | optional
+    width: int
+    annotations: dict = field(default_factory=dict)
+
+
+@dataclass
+class ActionRefSpec:
+    """An action a table may run, with its scope (table and default, table only, default only)."""
+
+    action: str
+    scope: str = "TABLE_AND_DEFAULT"
+    annotations: dict = field(default_factory=dict)
+
+
+@dataclass
+class ConstEntrySpec:
+    """An entry of `const entries`, in the control-plane match format."""
+
+    match: dict
+    action: str
+    params: tuple[int, ...]
+    priority: int
+
+
+@dataclass
+class TableSpec:
+    """A table: keys, actions, default action, const entries, size, direct counter."""
+
+    name: str
+    global_name: str
+    keys: list[KeySpec]
+    actions: list[ActionRefSpec]
+    default_action: str
+    default_params: tuple[int, ...]
+    default_is_const: bool
+    size: int
+    const_entries: list[ConstEntrySpec] | None = None
+    direct_counter: str | None = None
+    annotations: dict = field(default_factory=dict)
+    hidden: bool = False
+
+
+@dataclass
+class CounterSpec:
+    """An indexed counter or a direct counter (then `table` names its table)."""
+
+    name: str
+    global_name: str
+    size: int
+    unit: str  # packets | bytes | packets_and_bytes
+    table: str | None = None
+
+
+@dataclass
+class RegisterSpec:
+    """A register array."""
+
+    name: str
+    global_name: str
+    size: int
+    width: int
+    signed: bool = False
+
+
+@dataclass
+class ProgramModel:
+    """Everything the control plane sees of a program, and the generated entry points of its blocks."""
+
+    actions: dict[str, ActionSpec] = field(default_factory=dict)
+    tables: dict[str, TableSpec] = field(default_factory=dict)
+    counters: dict[str, CounterSpec] = field(default_factory=dict)
+    direct_counters: dict[str, CounterSpec] = field(default_factory=dict)
+    registers: dict[str, RegisterSpec] = field(default_factory=dict)
+    entry_points: dict[str, str] = field(default_factory=dict)  # V1Switch role -> generated function
+    header_class: str = ""
+    metadata_class: str = ""
+    standard_metadata_class: str = ""
+    errors: dict[str, int] = field(default_factory=dict)
+    drop_port: int = 511

@@ -1,0 +1,320 @@
+"""The switch's data plane: one thread that receives, runs the pipeline, queues and transmits.
+
+Everything that touches the pipeline runs in this one thread, with the pipeline slot's
+lock held per batch (the language core is not thread-safe; P4Runtime writes wait at
+most one batch). One loop iteration:
+
+1. ``poll`` over all port sockets (and a wake-up pipe), with a timeout that is the time
+   until the next rate-limited port may send;
+2. for each readable port, up to ``RX_BATCH`` frames: ingress, then the priority queues
+   of the egress port (tail drop when full);
+3. every port with a backlog sends what its rate allows; the egress stage runs at
+   dequeue (v1model: after the traffic manager), given enq_qdepth (packets queued on the
+   port when this one arrived), deq_qdepth (packets left after it) and deq_timedelta.
+   A packet for an idle port without a rate limit goes through egress at once (depths 0),
+   as it would leave an empty queue at once.
+
+Keeping it in one thread avoids hand-offs between threads on the hot path (Python's
+GIL makes them expensive); rate-limited ports make the loop sleep exactly until the
+next departure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from emulation.target.ports import MAX_FRAME_BYTES, PACKET_OUTGOING, Port
+from emulation.target.queues import DEFAULT_QUEUE_DEPTH, PortQueues
+from emulation.target.switch_program import PipelineSlot
+
+log = logging.getLogger("twinnet.switch.dataplane")
+
+RX_BATCH = 64
+ETHERNET_HEADER_BYTES = 14
+MAX_LOGGED_ERRORS = 100
+CONTROL_YIELD_SECONDS = 0.0002
+
+
+class DataPlaneCounters:
+    """Switch-wide counters of frames that left the normal path."""
+
+    __slots__ = (
+        "malformed",
+        "parser_errors",
+        "packet_errors",
+        "ingress_drops",
+        "egress_drops",
+        "no_pipeline_drops",
+        "unknown_port_drops",
+        "flushed_on_reconfig",
+    )
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+    def snapshot(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+class DataPlane:
+    """Ports, their priority queues and the forwarding thread."""
+
+    def __init__(
+        self,
+        ports: list[Port],
+        slot: PipelineSlot,
+        priority_count: int = 1,
+        queue_depth: int = DEFAULT_QUEUE_DEPTH,
+        cpu_port: int | None = None,
+        packet_in: Callable[[bytes], None] | None = None,
+    ) -> None:
+        self.ports = {port.number: port for port in ports}
+        self.slot = slot
+        self.queues = {number: PortQueues(number, priority_count, queue_depth) for number in self.ports}
+        self.cpu_port = cpu_port
+        self.packet_in = packet_in
+        if cpu_port is not None and packet_in is not None:
+            self.queues[cpu_port] = PortQueues(cpu_port, priority_count, queue_depth)
+        self.counters = DataPlaneCounters()
+        self._injected: deque[bytes] = deque()
+        self._active: set[int] = set()
+        self._stopping = False
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+        self._thread: threading.Thread | None = None
+        self._generation = -1
+        self._clock_origin_ns = time.monotonic_ns()
+
+    # ----- control ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="dataplane", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.wake()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        for fd in (self._wake_read, self._wake_write):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def wake(self) -> None:
+        """Make the loop re-read rates and injected packets now."""
+        try:
+            os.write(self._wake_write, b"\0")
+        except OSError:
+            pass
+
+    def inject(self, frame: bytes) -> None:
+        """Queue a frame as if received on the CPU port (a P4Runtime packet-out)."""
+        self._injected.append(frame)
+        self.wake()
+
+    def set_rate(self, rate_pps: float | None, port: int | None = None) -> None:
+        for number in self._port_numbers(port):
+            self.queues[number].set_rate(rate_pps)
+        self.wake()
+
+    def set_depth(self, depth: int, port: int | None = None) -> None:
+        for number in self._port_numbers(port):
+            self.queues[number].set_depth(depth)
+
+    def _port_numbers(self, port: int | None) -> list[int]:
+        if port is None:
+            return list(self.queues)
+        if port not in self.queues:
+            raise KeyError(f"no port {port}")
+        return [port]
+
+    def snapshot(self) -> dict[str, Any]:
+        ports = []
+        for number in sorted(self.queues):
+            entry = self.queues[number].snapshot()
+            port = self.ports.get(number)
+            entry.update(port.snapshot() if port is not None else {"interface": "cpu"})
+            ports.append(entry)
+        return {"ports": ports, "counters": self.counters.snapshot()}
+
+    # ----- the loop --------------------------------------------------------------------------
+    def _now_us(self) -> int:
+        return (time.monotonic_ns() - self._clock_origin_ns) // 1000
+
+    def _run(self) -> None:
+        poller = select.poll()
+        by_fd: dict[int, Port] = {}
+        for port in self.ports.values():
+            fd = port.sock.fileno()
+            by_fd[fd] = port
+            poller.register(fd, select.POLLIN)
+        poller.register(self._wake_read, select.POLLIN)
+        slot = self.slot
+        while not self._stopping:
+            try:
+                events = poller.poll(self._timeout_ms())
+            except InterruptedError:
+                continue
+            with slot.lock:
+                pipeline = slot.pipeline
+                if slot.generation != self._generation:
+                    self._flush_queues()
+                    self._generation = slot.generation
+                for fd, _ in events:
+                    port = by_fd.get(fd)
+                    if port is None:
+                        self._drain_wake()
+                        continue
+                    self._receive(port, pipeline)
+                if self._injected:
+                    self._receive_injected(pipeline)
+                if self._active:
+                    self._transmit(pipeline)
+            if slot.control_waiting:
+                time.sleep(CONTROL_YIELD_SECONDS)  # let a P4Runtime call take the lock before the next batch
+
+    def _timeout_ms(self) -> int:
+        if not self._active:
+            return -1
+        now = time.monotonic()
+        wait = min((self.queues[number].wait_time(now) or 0.0) for number in self._active)
+        return int(wait * 1000) + (1 if wait > 0 else 0)
+
+    def _drain_wake(self) -> None:
+        try:
+            while os.read(self._wake_read, 4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def _flush_queues(self) -> None:
+        for queues in self.queues.values():
+            while queues.dequeue() is not None:
+                self.counters.flushed_on_reconfig += 1
+        self._active.clear()
+
+    def _receive(self, port: Port, pipeline: Any) -> None:
+        sock = port.sock
+        number = port.number
+        filter_outgoing = not port.ignores_outgoing
+        pcap = port.pcap_in
+        for _ in range(RX_BATCH):
+            try:
+                if filter_outgoing:
+                    frame, address = sock.recvfrom(MAX_FRAME_BYTES)
+                    if address[2] == PACKET_OUTGOING:
+                        continue
+                else:
+                    frame = sock.recv(MAX_FRAME_BYTES)
+            except BlockingIOError:
+                return
+            except OSError as error:
+                log.warning("port %d (%s): receive failed: %s", number, port.interface, error)
+                return
+            port.rx_frames += 1
+            if pcap is not None:
+                pcap.write(frame)
+            self._ingress(pipeline, frame, number)
+
+    def _receive_injected(self, pipeline: Any) -> None:
+        while self._injected:
+            self._ingress(pipeline, self._injected.popleft(), self.cpu_port)
+
+    def _ingress(self, pipeline: Any, frame: bytes, port_number: int) -> None:
+        counters = self.counters
+        if len(frame) < ETHERNET_HEADER_BYTES:
+            counters.malformed += 1
+            return
+        if pipeline is None:
+            counters.no_pipeline_drops += 1
+            return
+        now_us = self._now_us()
+        try:
+            result = pipeline.ingress(frame, port_number, now_us)
+        except Exception as error:  # one bad packet must not stop the switch
+            self._packet_error("ingress", port_number, frame, error)
+            return
+        if getattr(result, "parser_error", 0):
+            counters.parser_errors += 1
+        if result.dropped:
+            counters.ingress_drops += 1
+            return
+        queues = self.queues.get(result.egress_spec)
+        if queues is None:
+            counters.unknown_port_drops += 1
+            return
+        if not queues.backlog and queues.rate_pps is None and 0 <= result.priority < queues.priority_count:
+            # an idle port without a rate limit: the packet would be dequeued at once
+            queue_counters = queues.counters[result.priority]
+            queue_counters.enqueued += 1
+            queue_counters.dequeued += 1
+            self._egress_and_send(pipeline, result.egress_spec, result, 0, 0, 0, now_us)
+        elif queues.enqueue(result.priority, result, now_us):
+            self._active.add(queues.port)
+
+    def _egress_and_send(
+        self,
+        pipeline: Any,
+        number: int,
+        state: Any,
+        enq_qdepth: int,
+        deq_qdepth: int,
+        deq_timedelta: int,
+        now_us: int,
+    ) -> None:
+        try:
+            frame = pipeline.egress(state, number, enq_qdepth, deq_qdepth, deq_timedelta, now_us)
+        except Exception as error:
+            self._packet_error("egress", number, b"", error)
+            return
+        if frame is None:
+            self.counters.egress_drops += 1
+            return
+        port = self.ports.get(number)
+        if port is not None:
+            port.send(frame)
+        elif self.packet_in is not None:
+            self.packet_in(frame)
+
+    def _transmit(self, pipeline: Any) -> None:
+        now = time.monotonic()
+        now_us = self._now_us()
+        for number in list(self._active):
+            queues = self.queues[number]
+            while queues.backlog and queues.may_send(now):
+                item = queues.dequeue()
+                queues.charge_one(now)
+                self._egress_and_send(
+                    pipeline,
+                    number,
+                    item.state,
+                    item.enq_qdepth,
+                    queues.backlog,
+                    now_us - item.enq_time_us,
+                    now_us,
+                )
+            if not queues.backlog:
+                self._active.discard(number)
+
+    def _packet_error(self, stage: str, port_number: int, frame: bytes, error: Exception) -> None:
+        self.counters.packet_errors += 1
+        if self.counters.packet_errors <= MAX_LOGGED_ERRORS:
+            log.error(
+                "%s failed on port %d: %s: %s; packet: %s",
+                stage,
+                port_number,
+                type(error).__name__,
+                error,
+                frame.hex(),
+            )
