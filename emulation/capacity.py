@@ -1,0 +1,89 @@
+"""Will a network fit in this machine's memory? An estimate made before anything starts.
+
+    need = cards x (switch process RSS + the card's Mininet shell)
+         + hosts x (namespace shell + namespace kernel state)
+         + links x (veth pair kernel state)
+         + the builder itself
+
+The switch RSS comes from the switch class (``estimated_rss_mb``: bmv2 ~64 MB,
+the embedded target as measured by scripts/bench_bringup.py). The network is
+refused when `need` exceeds :data:`USABLE_FRACTION` of MemAvailable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from topologies.model import Topology
+
+#: bash shell of a Mininet node (RSS of ``bash --norc -is``), MB
+NODE_SHELL_MB = 4.0
+#: kernel state of a network namespace with its loopback, routes and ARP table, MB
+NAMESPACE_MB = 1.0
+#: kernel state of one veth pair with its queues, MB
+VETH_PAIR_MB = 0.1
+#: the Python process that builds and runs the network (Mininet, scapy later), MB
+BUILDER_MB = 300.0
+#: share of MemAvailable a network may take
+USABLE_FRACTION = 0.8
+
+
+class CapacityError(RuntimeError):
+    """The network would not fit in this machine's memory."""
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    cards_mb: float
+    hosts_mb: float
+    links_mb: float
+    builder_mb: float
+    available_mb: float
+
+    @property
+    def need_mb(self) -> float:
+        return self.cards_mb + self.hosts_mb + self.links_mb + self.builder_mb
+
+    @property
+    def fits(self) -> bool:
+        return self.need_mb <= USABLE_FRACTION * self.available_mb
+
+    def summary(self) -> str:
+        return (
+            f"estimated {self.need_mb / 1024:.1f} GiB (cards {self.cards_mb / 1024:.1f}, hosts "
+            f"{self.hosts_mb / 1024:.2f}, links {self.links_mb / 1024:.2f}, builder "
+            f"{self.builder_mb / 1024:.2f}) of {self.available_mb / 1024:.1f} GiB available"
+        )
+
+
+def available_memory_mb() -> float:
+    """MemAvailable from /proc/meminfo, MB."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    raise OSError("/proc/meminfo has no MemAvailable")
+
+
+def estimate_memory(
+    topology: Topology, card_rss_mb: float, available_mb: float | None = None
+) -> MemoryEstimate:
+    return MemoryEstimate(
+        cards_mb=len(topology.cards) * (card_rss_mb + NODE_SHELL_MB),
+        hosts_mb=len(topology.hosts) * (NODE_SHELL_MB + NAMESPACE_MB),
+        links_mb=len(topology.links) * VETH_PAIR_MB,
+        builder_mb=BUILDER_MB,
+        available_mb=available_memory_mb() if available_mb is None else available_mb,
+    )
+
+
+def check_memory(topology: Topology, card_rss_mb: float, target: str) -> MemoryEstimate:
+    """The estimate, or CapacityError with the figures if the network would not fit."""
+    estimate = estimate_memory(topology, card_rss_mb)
+    if not estimate.fits:
+        counts = topology.counts()
+        raise CapacityError(
+            f"{counts['cards']} cards and {counts['hosts']} hosts on the {target} target need "
+            f"{estimate.summary()}; at most {USABLE_FRACTION:.0%} may be used: choose a smaller topology"
+        )
+    return estimate

@@ -1,0 +1,468 @@
+"""Mininet switch classes for P4 cards: bmv2's ``simple_switch_grpc`` and the embedded ``twinnet-switch``.
+
+A card is a Mininet :class:`~mininet.node.Switch` in the root namespace whose data
+ports are its interfaces ``c<id>-eth<p>`` (port p) and whose switch process is
+started as simple_switch_grpc's command line has it::
+
+    simple_switch_grpc --device-id N -i 1@c3-eth1 -i 2@c3-eth2 ... --thrift-port T card.json \\
+        -- --grpc-server-addr 127.0.0.1:G --priority-queues 8
+    twinnet-switch     --device-id N -i 1@c3-eth1 ...            --thrift-port T card.p4 \\
+        -- --grpc-server-addr 127.0.0.1:G --priority-queues 8
+
+Device id = card id; P4Runtime on 127.0.0.1:(:data:`GRPC_PORT_BASE` + card id); the
+Thrift server of bmv2 (the JSON side channel of the embedded target: queue counters
+and rates) on 127.0.0.1:(:data:`THRIFT_PORT_BASE` + card id). Both bases stay below
+Linux's ephemeral port range (32768-60999) so that no client connection takes them.
+
+Starting is split in two so that a network starts all its cards at once:
+:meth:`P4CardSwitch.start` launches the process and returns; :func:`wait_until_ready`
+waits, with one deadline for all, until every card's gRPC port accepts connections,
+and fails with the card's name and log file if a process dies or the deadline passes.
+:func:`stop_switches` stops many at once (SIGTERM, then SIGKILL after a grace period).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from mininet.node import Switch
+
+from emulation.state import MarkedPopenMixin
+
+#: P4Runtime port of card i: GRPC_PORT_BASE + i, on 127.0.0.1.
+GRPC_PORT_BASE = 20000
+#: bmv2 Thrift / embedded side-channel port of card i: THRIFT_PORT_BASE + i, on 127.0.0.1.
+THRIFT_PORT_BASE = 24000
+#: Cards a machine can number under these bases (the ports must stay below 32768).
+MAX_CARD_ID = 32767 - THRIFT_PORT_BASE
+#: Priority queues per egress port (docs/contracts.md: VC queues; bmv2's --priority-queues).
+PRIORITY_QUEUES = 8
+#: Seconds between two rounds of readiness checks (one connect per pending card).
+READY_POLL_SECONDS = 0.1
+#: Seconds a switch gets between SIGTERM and SIGKILL.
+STOP_GRACE_SECONDS = 3.0
+#: Repository root: the embedded target runs from it.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+Progress = Callable[[str], None]
+
+
+class SwitchError(RuntimeError):
+    """A card's switch could not be prepared, started or reached."""
+
+
+@dataclass(frozen=True)
+class PreparedProgram:
+    """The card program as the target loads it: what the switch is started with, and its P4Info."""
+
+    source: Path
+    device_config: Path
+    p4info: Path | None
+
+
+class P4CardSwitch(MarkedPopenMixin, Switch):
+    """A card: a Mininet switch whose data plane is a P4 switch process (subclasses give the command).
+
+    Parameters (besides Mininet's): ``card_id``; ``program`` (a :class:`PreparedProgram`);
+    ``log_path``; ``grpc_port`` and ``thrift_port`` (default: the bases + card id);
+    ``device_id`` (default: card id); ``log_console`` (the switch logs every packet).
+    """
+
+    #: name used by --target and in the state file
+    target_name: ClassVar[str] = ""
+    #: resident memory of one switch process with the card program loaded, MB (capacity estimate)
+    estimated_rss_mb: ClassVar[float] = 100.0
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        card_id: int,
+        program: PreparedProgram,
+        log_path: str | Path,
+        grpc_port: int | None = None,
+        thrift_port: int | None = None,
+        device_id: int | None = None,
+        log_console: bool = False,
+        run_env: Mapping[str, str] | None = None,
+        **params,
+    ) -> None:
+        self.card_id = card_id
+        self.device_id = card_id if device_id is None else device_id
+        self.program = program
+        self.log_path = Path(log_path)
+        self.grpc_port = GRPC_PORT_BASE + card_id if grpc_port is None else grpc_port
+        self.thrift_port = THRIFT_PORT_BASE + card_id if thrift_port is None else thrift_port
+        self.log_console = log_console
+        self.process: subprocess.Popen | None = None
+        self.killed = False
+        params.setdefault("inNamespace", False)
+        params.setdefault("dpid", f"{card_id + 1:x}")
+        super().__init__(name, run_env=run_env, **params)
+
+    # -- what subclasses say ----------------------------------------------------
+
+    def command_line(self) -> list[str]:
+        """The switch process's argv."""
+        raise NotImplementedError
+
+    @classmethod
+    def missing(cls) -> str | None:
+        """Why this target cannot run here (None if it can)."""
+        return None
+
+    @classmethod
+    def prepare_program(cls, program: Path, out_dir: Path) -> PreparedProgram:
+        """Turn the card program into what the switch loads (compile, P4Info); SwitchError if it cannot."""
+        raise NotImplementedError
+
+    def set_port_rates(self, rates: Mapping[int, float | None]) -> None:
+        """Set egress rates (packets per second, None = unlimited) of ports; the target's side channel."""
+        raise NotImplementedError(f"{type(self).__name__} cannot set port rates")
+
+    # -- common -----------------------------------------------------------------
+
+    @property
+    def grpc_address(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def data_ports(self) -> list[tuple[int, str]]:
+        """(port number, interface name) of every data port, by port number."""
+        return [(port, intf.name) for port, intf in sorted(self.intfs.items()) if port > 0]
+
+    def interface_arguments(self) -> list[str]:
+        arguments = []
+        for port, name in self.data_ports():
+            arguments += ["-i", f"{port}@{name}"]
+        return arguments
+
+    def start(self, controllers=()) -> None:  # Mininet passes OpenFlow controllers: unused
+        """Launch the switch process and return at once (see :func:`wait_until_ready`)."""
+        if self.process is not None and self.process.poll() is None:
+            raise SwitchError(f"card {self.name}: switch already running (pid {self.process.pid})")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        command = self.command_line()
+        environment = dict(os.environ)
+        environment["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(REPO_ROOT), environment.get("PYTHONPATH")])
+        )
+        environment.update(self.run_env)
+        with open(self.log_path, "wb") as log:
+            log.write((" ".join(command) + "\n").encode())
+            log.flush()
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=environment,
+                cwd=self.log_path.parent,
+                start_new_session=True,
+            )
+        self.killed = False
+
+    @property
+    def switch_pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def is_alive(self) -> bool:
+        """Whether the switch process runs."""
+        return self.process is not None and self.process.poll() is None
+
+    def accepts_connections(self) -> bool:
+        """Whether something accepts TCP connections on the card's gRPC port."""
+        return port_open(self.grpc_port)
+
+    def kill(self) -> None:
+        """Stop the switch process abruptly (SIGKILL), as a card failure; the interfaces stay."""
+        if self.is_alive():
+            self.process.kill()
+            self.process.wait()
+        self.killed = True
+
+    def stop(self, deleteIntfs: bool = False) -> None:
+        """Stop the switch process (SIGTERM, SIGKILL after a grace period); optionally its interfaces."""
+        stop_switches([self])
+        if deleteIntfs:
+            self.deleteIntfs()
+
+    def log_tail(self, lines: int = 12) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def describe_failure(self, what: str) -> str:
+        tail = self.log_tail()
+        return (
+            f"card {self.name} ({self.target_name} switch, device {self.device_id}, "
+            f"gRPC {self.grpc_address}) {what}; log: {self.log_path}"
+            + (f"\n--- last lines of {self.log_path.name} ---\n{tail}" if tail else "")
+        )
+
+
+class EmbeddedSwitch(P4CardSwitch):
+    """The embedded P4 target (``twinnet-switch``, emulation/target): runs the .p4 source directly."""
+
+    target_name = "embedded"
+    #: one twinnet-switch with p4src/card.p4 loaded measures 48-51 MB RSS idle (scripts/bench_bringup.py,
+    #: of which shared libraries are counted in every process); room for tables and full queues
+    estimated_rss_mb = 56.0
+    #: the daemon's module, used when ``twinnet-switch`` is not on PATH
+    MODULE = "emulation.target.switch_cli"
+
+    @classmethod
+    def executable(cls) -> list[str] | None:
+        beside_python = Path(sys.executable).with_name("twinnet-switch")
+        if beside_python.exists():
+            return [str(beside_python)]
+        on_path = shutil.which("twinnet-switch")
+        if on_path:
+            return [on_path]
+        if importlib.util.find_spec(cls.MODULE) is not None:
+            return [sys.executable, "-m", cls.MODULE]
+        return None
+
+    @classmethod
+    def missing(cls) -> str | None:
+        if cls.executable() is None:
+            return f"the embedded switch (twinnet-switch, {cls.MODULE}) is not installed"
+        return None
+
+    @classmethod
+    def prepare_program(cls, program: Path, out_dir: Path) -> PreparedProgram:
+        if program.suffix != ".p4":
+            raise SwitchError(f"the embedded target runs P4_16 sources (.p4), got {program}")
+        p4info = None
+        try:
+            from emulation.target import compile_program
+        except ImportError:  # the target's compiler API is optional: the switch compiles the program itself
+            compile_program = None
+        if compile_program is not None:
+            try:
+                compiled = compile_program(str(program))
+            except Exception as error:  # the compiler's own error names file, line and column
+                raise SwitchError(f"cannot compile {program} for the embedded target: {error}") from error
+            from google.protobuf import text_format
+
+            p4info = out_dir / f"{program.stem}.p4info.txt"
+            p4info.write_text(text_format.MessageToString(compiled.p4info))
+        return PreparedProgram(program, program, p4info)
+
+    def command_line(self) -> list[str]:
+        command = [*(self.executable() or ["twinnet-switch"]), "--device-id", str(self.device_id)]
+        command += self.interface_arguments()
+        command += ["--thrift-port", str(self.thrift_port)]
+        if self.log_console:
+            command.append("--log-console")
+        command += [
+            str(self.program.device_config),
+            "--",
+            "--grpc-server-addr",
+            self.grpc_address,
+            "--priority-queues",
+            str(PRIORITY_QUEUES),
+        ]
+        return command
+
+    def set_port_rates(self, rates: Mapping[int, float | None]) -> None:
+        from emulation.target.switch_control import request
+
+        for port, rate in rates.items():
+            answer = request(
+                self.thrift_port, {"cmd": "set_queue_rate", "rate_pps": rate or None, "port": port}
+            )
+            if not answer.get("ok"):
+                raise SwitchError(
+                    f"card {self.name}: cannot set the rate of port {port}: {answer.get('error')}"
+                )
+
+
+class BMv2Switch(P4CardSwitch):
+    """bmv2's ``simple_switch_grpc`` with the program compiled by ``p4c`` (JSON + P4Info)."""
+
+    target_name = "bmv2"
+    #: simple_switch_grpc with a small program: ~40-60 MB resident
+    estimated_rss_mb = 64.0
+
+    @classmethod
+    def missing(cls) -> str | None:
+        absent = [tool for tool in ("simple_switch_grpc", "p4c") if shutil.which(tool) is None]
+        return f"bmv2 needs {' and '.join(absent)} on PATH" if absent else None
+
+    @classmethod
+    def prepare_program(cls, program: Path, out_dir: Path) -> PreparedProgram:
+        if program.suffix == ".json":
+            p4info = next(
+                (
+                    candidate
+                    for candidate in (
+                        program.with_suffix(".p4info.txt"),
+                        program.with_suffix(".p4info.txtpb"),
+                    )
+                    if candidate.exists()
+                ),
+                None,
+            )
+            return PreparedProgram(program, program, p4info)
+        if program.suffix != ".p4":
+            raise SwitchError(f"bmv2 takes a P4_16 source (.p4) or p4c's JSON (.json), got {program}")
+        build = out_dir / "p4c"
+        build.mkdir(parents=True, exist_ok=True)
+        p4info = build / f"{program.stem}.p4info.txt"
+        command = [
+            "p4c",
+            "--target",
+            "bmv2",
+            "--arch",
+            "v1model",
+            "--p4runtime-files",
+            str(p4info),
+            "-o",
+            str(build),
+            str(program),
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise SwitchError(
+                f"p4c cannot compile {program}:\n{result.stderr.strip() or result.stdout.strip()}"
+            )
+        return PreparedProgram(program, build / f"{program.stem}.json", p4info)
+
+    def command_line(self) -> list[str]:
+        command = ["simple_switch_grpc", "--device-id", str(self.device_id)]
+        command += self.interface_arguments()
+        command += ["--thrift-port", str(self.thrift_port)]
+        if self.log_console:
+            command.append("--log-console")
+        command += [
+            str(self.program.device_config),
+            "--",
+            "--grpc-server-addr",
+            self.grpc_address,
+            "--priority-queues",
+            str(PRIORITY_QUEUES),
+        ]
+        return command
+
+    def set_port_rates(self, rates: Mapping[int, float | None]) -> None:
+        lines = [f"set_queue_rate {int(rate) if rate else 0} {port}" for port, rate in rates.items()]
+        result = subprocess.run(
+            ["simple_switch_CLI", "--thrift-port", str(self.thrift_port)],
+            input="\n".join(lines) + "\n",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise SwitchError(f"card {self.name}: simple_switch_CLI failed: {result.stderr.strip()}")
+
+
+#: --target names and their classes ("auto" chooses, see select_target)
+SWITCH_CLASSES: dict[str, type[P4CardSwitch]] = {"bmv2": BMv2Switch, "embedded": EmbeddedSwitch}
+TARGETS = ("auto", *SWITCH_CLASSES)
+
+
+def select_target(target: str) -> type[P4CardSwitch]:
+    """The switch class for --target: auto = bmv2 when simple_switch_grpc and p4c are on PATH, else embedded.
+
+    Raises SwitchError naming what is missing if the chosen target cannot run here.
+    """
+    if target == "auto":
+        target = "bmv2" if BMv2Switch.missing() is None else "embedded"
+    if target not in SWITCH_CLASSES:
+        raise SwitchError(f"--target must be one of {', '.join(TARGETS)}, got {target!r}")
+    switch_class = SWITCH_CLASSES[target]
+    reason = switch_class.missing()
+    if reason:
+        raise SwitchError(f"target {target} cannot run here: {reason}")
+    return switch_class
+
+
+# -- many switches at once ---------------------------------------------------------
+
+
+def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
+    """Whether a TCP connection to host:port is accepted."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout)
+        try:
+            probe.connect((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_until_ready(
+    switches: Iterable[P4CardSwitch], timeout: float, progress: Progress | None = None
+) -> float:
+    """Wait until every switch's gRPC port accepts connections; return the seconds waited.
+
+    Raises SwitchError naming the card and its log if a process exits, or naming the
+    cards still not ready (and the first one's log) when `timeout` seconds have passed.
+    """
+    pending = list(switches)
+    total = len(pending)
+    start = time.monotonic()
+    deadline = start + timeout
+    last_report = start
+    while pending:
+        still = []
+        for switch in pending:
+            if not switch.is_alive():
+                code = switch.process.returncode if switch.process else None
+                raise SwitchError(switch.describe_failure(f"exited with status {code} while starting"))
+            if not switch.accepts_connections():
+                still.append(switch)
+        pending = still
+        now = time.monotonic()
+        if progress and pending and now - last_report >= 2.0:
+            progress(f"cards ready: {total - len(pending)}/{total} ({now - start:.1f} s)")
+            last_report = now
+        if not pending:
+            break
+        if now >= deadline:
+            names = ", ".join(switch.name for switch in pending[:8]) + (" ..." if len(pending) > 8 else "")
+            raise SwitchError(
+                pending[0].describe_failure(
+                    f"did not open its gRPC port within {timeout:.0f} s "
+                    f"({len(pending)} cards not ready: {names})"
+                )
+            )
+        time.sleep(READY_POLL_SECONDS)
+    return time.monotonic() - start
+
+
+def stop_switches(switches: Iterable[P4CardSwitch], grace: float = STOP_GRACE_SECONDS) -> list[str]:
+    """Stop many switch processes at once: SIGTERM all, SIGKILL those left after `grace` s.
+
+    Returns the names of the cards that had to be killed.
+    """
+    running = [switch for switch in switches if switch.is_alive()]
+    for switch in running:
+        with contextlib.suppress(ProcessLookupError):
+            switch.process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while running and time.monotonic() < deadline:
+        running = [switch for switch in running if switch.process.poll() is None]
+        if running:
+            time.sleep(0.05)
+    for switch in running:
+        with contextlib.suppress(ProcessLookupError):
+            switch.process.kill()
+    for switch in running:
+        switch.process.wait()
+    return [switch.name for switch in running]
