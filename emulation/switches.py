@@ -30,7 +30,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -226,15 +225,12 @@ class EmbeddedSwitch(P4CardSwitch):
 
     @classmethod
     def executable(cls) -> list[str] | None:
-        beside_python = Path(sys.executable).with_name("twinnet-switch")
-        if beside_python.exists():
-            return [str(beside_python)]
-        on_path = shutil.which("twinnet-switch")
-        if on_path:
-            return [on_path]
-        if importlib.util.find_spec(cls.MODULE) is not None:
-            return [sys.executable, "-m", cls.MODULE]
-        return None
+        """The switch's own fast environment when scripts/setup.sh built it, else this interpreter."""
+        if importlib.util.find_spec(cls.MODULE) is None:
+            return None
+        from emulation.target.switch_launcher import switch_command
+
+        return switch_command()
 
     @classmethod
     def missing(cls) -> str | None:
