@@ -14,6 +14,7 @@ import sys
 #: sub-command -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "topo": ("topologies.cli", "describe, list or draw a topology (no emulation)"),
+    "analyze": ("controller.analysis.cli", "route tables, paths, deadlock check, metrics and loads"),
     "clean": ("emulation.clean", "remove what a crashed twinnet network left (processes, interfaces, state)"),
     "cost": ("topologies.cost_cli", "fat-tree cost and optimum radix, monolithic vs twin; BvN link degrees"),
 }

@@ -1,1 +1,32 @@
-"""twinnet: controller/routing."""
+"""Routing as per-card route tables (DESTRO, DOR, DORT, TS-DOR) and a walker that follows packets."""
+
+from controller.routing.errors import (
+    BlackHoleError,
+    MisdeliveryError,
+    MissingEntryError,
+    RoutingError,
+    RoutingLoopError,
+    UnknownAlgorithmError,
+    UnsupportedTopologyError,
+)
+from controller.routing.registry import ALGORITHMS, algorithms_for, compute_tables
+from controller.routing.table import RouteEntry, RoutingTables
+from controller.routing.walker import Hop, Path, walk
+
+__all__ = [
+    "ALGORITHMS",
+    "BlackHoleError",
+    "Hop",
+    "MisdeliveryError",
+    "MissingEntryError",
+    "Path",
+    "RouteEntry",
+    "RoutingError",
+    "RoutingLoopError",
+    "RoutingTables",
+    "UnknownAlgorithmError",
+    "UnsupportedTopologyError",
+    "algorithms_for",
+    "compute_tables",
+    "walk",
+]

@@ -1,0 +1,142 @@
+"""`twinnet analyze`: tables, all-pairs paths, deadlock check, the papers' metrics and loads (no emulation).
+
+    twinnet analyze ndt --dims 8x8x8 --routing ts-dor --json
+    twinnet analyze fattree --k 4 --n 3 --twin --routing destro --traffic bit-reversal
+    twinnet analyze ndt --dims 4x4x4 --routing dort --pair 1 40
+
+Takes the same topology arguments as ``twinnet topo``. The JSON fields, their
+units and scopes are listed under "units" in the output (see
+controller/analysis/report.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from topologies.build import add_topology_arguments, topology_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Topology arguments (as `twinnet topo`) plus routing, traffic and output options."""
+    add_topology_arguments(parser)
+    group = parser.add_argument_group("analysis")
+    group.add_argument(
+        "--routing",
+        help="destro (fat trees), dor (torus), dort or ts-dor (ndt); "
+        "default: the first that fits the topology",
+    )
+    group.add_argument(
+        "--traffic",
+        help="traffic pattern for loads and the throughput bound: uniform, "
+        "all-to-all, bit-reversal, bit-complement, transpose, perfect-shuffle, "
+        "butterfly, tornado, neighbour, hotspot, random-permutation, "
+        "bit-reverse-shift, bit-reverse-family",
+    )
+    group.add_argument("--seed", type=int, default=0, help="random-permutation: generator seed (default 0)")
+    group.add_argument("--hotspot", type=int, default=0, help="hotspot: the hot PE (default 0)")
+    group.add_argument(
+        "--fraction",
+        type=float,
+        default=1.0,
+        help="hotspot: fraction of each PE's traffic sent to the hot PE (default 1)",
+    )
+    group.add_argument("--shift", type=int, default=1, help="bit-reverse-shift: i of pi_i (1..N, default 1)")
+    group.add_argument("--json", action="store_true", help="print the report as JSON")
+    group.add_argument("--paths-out", metavar="FILE", help="write every path as a JSON line to FILE")
+    group.add_argument("--pair", nargs=2, type=int, metavar=("SRC", "DST"), help="print one path hop by hop")
+
+
+def main(args: argparse.Namespace) -> int:
+    from controller.analysis.paths import AllPairs
+    from controller.analysis.report import analyze, write_paths
+    from controller.analysis.traffic import make_traffic
+    from controller.routing import algorithms_for, compute_tables, walk
+
+    topology = topology_from_args(args)
+    routing = args.routing or (algorithms_for(topology.family) or ["destro"])[0]
+    tables = compute_tables(topology, routing)
+    if args.pair:
+        path = walk(tables, *args.pair)
+        net = tables.network
+        print(
+            f"PE {path.src} -> PE {path.dst}, routing class {path.routing_class}, "
+            f"{path.external_hops} external + {path.internal_hops} internal links"
+        )
+        for hop in path.hops:
+            print(
+                f"  {net.card_names[hop.card_id]:>6} in {hop.ingress_port} "
+                f"({net.port_name(hop.card_id, hop.ingress_port)})"
+                f" -> out {hop.egress_port} ({net.port_name(hop.card_id, hop.egress_port)}) vc {hop.vc} "
+                f"queue {hop.queue} {hop.link_kind} {hop.use}"
+            )
+        return 0
+    traffic = None
+    if args.traffic:
+        traffic = make_traffic(
+            args.traffic,
+            topology,
+            seed=args.seed,
+            hotspot=args.hotspot,
+            fraction=args.fraction,
+            shift=args.shift,
+        )
+    report = analyze(tables, traffic)
+    if args.paths_out:
+        with open(args.paths_out, "w", encoding="utf-8") as out:
+            write_paths(AllPairs(tables), out)
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        print()
+    else:
+        print(summary(report))
+    return 0
+
+
+def summary(report: dict) -> str:
+    """A few readable lines of the report."""
+    hops, routing = report["hops"], report["routing"]
+    lines = [
+        f"{report['topology']['family']} {report['topology']['params']}",
+        f"routing {routing['algorithm']}: {routing['entries']} entries "
+        f"(max {routing['max_entries_per_card']} per card), VCs per link {report['vcs_per_link']}, "
+        f"{report['queues_per_port']} queues per port",
+        f"paths {report['paths']}: links avg {hops['avg']:.4f} max {hops['max']} "
+        f"(external avg {hops['external']['avg']:.4f}, internal avg {hops['internal']['avg']:.4f}, "
+        f"{100 * hops['paths_with_internal']:.1f}% of paths use an internal link)",
+        f"internal-link crossings {report['internal_link_crossings']}",
+    ]
+    if "switch_hops" in report:
+        lines.append(f"switch hops avg {report['switch_hops']['avg']:.4f} max {report['switch_hops']['max']}")
+    metric = report["paper_metric"]
+    if metric is None:
+        lines.append(f"paper metric: none ({report.get('paper_metric_reason')})")
+    elif "per_stage" in metric:
+        stages = ", ".join(
+            f"stage {s['stage']}: {s['min']}" + (f"..{s['max']}" if s["max"] != s["min"] else "")
+            for s in metric["per_stage"]
+        )
+        lines.append(f"paper metric (internal-link crossings per twin switch): {stages}")
+    else:
+        lines.append(
+            f"paper metric (transit paths crossing a node's internal link, DOR): {metric['value']} "
+            f"of {metric['transit_paths']} ({metric['config']})"
+        )
+    deadlock = report["deadlock"]
+    lines.append(
+        f"deadlock free: {report['deadlock_free']} ({deadlock['channels']} channels, "
+        f"{deadlock['dependencies']} dependencies)"
+    )
+    if deadlock["cycle"]:
+        lines.append("  cycle: " + " -> ".join(deadlock["cycle"]))
+    if "throughput_bound" in report:
+        bound = report["throughput_bound"]
+        lines.append(
+            f"traffic {report['traffic']}: max link load {report['max_link_load']:.4f} at "
+            f"{report['bottleneck']}, max channel load {report['max_channel_load']:.4f}, "
+            f"throughput bound {bound:.4f}"
+            if bound
+            else f"traffic {report['traffic']}: no load"
+        )
+    return "\n".join(lines)

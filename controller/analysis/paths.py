@@ -1,0 +1,238 @@
+"""All-pairs paths read from the route tables at once: per-entry successors, remaining hops, per-entry loads.
+
+Every table entry is a hop (card, ingress port) -> egress port for one
+(destination, class). Its successor is the entry the next card matches on
+arrival, so for each (destination, class) the entries form an in-tree towards
+the destination (a functional graph, when tables are broken). Instead of
+walking N^2 pairs, the analysis
+
+1. links every entry to its successor (dense look-up per block of destinations),
+2. counts the external and internal links left to the destination by pointer
+   doubling (log2 of the diameter rounds over all entries at once), which also
+   proves there is no loop, and
+3. pushes traffic weights down the trees level by level for loads.
+
+The paths themselves start at the entries whose ingress port is a host port:
+one per ordered pair (src, dst) of distinct PEs.
+
+>>> from topologies.torus import torus
+>>> from controller.routing import compute_tables
+>>> pairs = AllPairs(compute_tables(torus((4, 4)), "dor"))
+>>> pairs.num_paths, float(pairs.links().mean())
+(240, 2.1333333333333333)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from controller.routing.errors import (
+    BlackHoleError,
+    MisdeliveryError,
+    MissingEntryError,
+    RoutingError,
+    RoutingLoopError,
+)
+from controller.routing.network import EXTERNAL, HOST, INTERNAL
+from controller.routing.table import RoutingTables
+from controller.routing.walker import walk
+
+#: dense look-up cells per block when linking entries to their successors
+CELLS_PER_BLOCK = 1 << 19
+
+
+class AllPairs:
+    """The paths of all ordered pairs of distinct PEs through `tables`, validated on construction.
+
+    Raises MissingEntryError, BlackHoleError, MisdeliveryError or RoutingLoopError
+    (with one affected source/destination pair in the message) when the tables do
+    not deliver every pair.
+    """
+
+    def __init__(self, tables: RoutingTables) -> None:
+        self.tables = tables
+        net = tables.network
+        self.width = net.max_port + 1
+        card = tables.card_id.astype(np.int64)
+        egress = tables.egress_port.astype(np.int64)
+        self.kind = net.port_kind[card, egress]
+        self._check_exits(card, egress)
+        self.succ = self._successors(card, egress)
+        self.own_external = (self.kind == EXTERNAL).astype(np.int32)
+        self.own_internal = (self.kind == INTERNAL).astype(np.int32)
+        self.first_hop = net.port_kind[card, tables.ingress_port] == HOST
+        self.start = np.flatnonzero(self.first_hop)
+        self.rest_external, self.rest_internal = self._remaining()
+        self.src = net.host_at[card[self.start], tables.ingress_port[self.start]].astype(np.int64)
+        self.dst = tables.dst_pe[self.start].astype(np.int64)
+        self._check_starts()
+
+    # -- construction -------------------------------------------------------------
+
+    def _fail(self, error: type[RoutingError], entry: int, what: str) -> None:
+        """Raise `error` for entry `entry`, naming a source/destination pair whose walk shows it."""
+        t = self.tables
+        dst, cls = int(t.dst_pe[entry]), int(t.routing_class[entry])
+        where = (
+            f"card {t.network.card_names[int(t.card_id[entry])]} ingress port {int(t.ingress_port[entry])} "
+            f"destination {dst} class {cls}"
+        )
+        for src in np.flatnonzero(t.source_class == cls):
+            if src == dst:
+                continue
+            try:
+                walk(t, int(src), dst)
+            except error as walked:
+                raise error(f"{what} at {where}; e.g. {walked}") from None
+            except RoutingError:
+                continue
+        raise error(f"{what} at {where}")
+
+    def _check_exits(self, card: np.ndarray, egress: np.ndarray) -> None:
+        net, t = self.tables.network, self.tables
+        hole = np.flatnonzero(self.kind == 0)
+        if hole.size:
+            self._fail(BlackHoleError, int(hole[0]), f"egress port {int(egress[hole[0]])} has no link")
+        to_host = np.flatnonzero(self.kind == HOST)
+        wrong = to_host[net.host_at[card[to_host], egress[to_host]] != t.dst_pe[to_host]]
+        if wrong.size:
+            host = int(net.host_at[card[wrong[0]], egress[wrong[0]]])
+            self._fail(MisdeliveryError, int(wrong[0]), f"delivers to PE {host}")
+
+    def _successors(self, card: np.ndarray, egress: np.ndarray) -> np.ndarray:
+        """Index of the entry each hop leads to (-1 after delivery), by dense blocks of (dst, class)."""
+        t, net = self.tables, self.tables.network
+        states = net.num_cards * self.width
+        group = t.dst_pe.astype(np.int64) * t.num_classes + t.routing_class
+        state = card * self.width + t.ingress_port
+        moving = self.kind != HOST
+        next_state = np.where(
+            moving, net.peer_card[card, egress].astype(np.int64) * self.width + net.peer_port[card, egress], 0
+        )
+        succ = np.full(len(t), -1, dtype=np.int64)
+        groups_per_block = max(1, CELLS_PER_BLOCK // states)
+        num_groups = net.num_pes * t.num_classes
+        for first in range(0, num_groups, groups_per_block):
+            a, b = np.searchsorted(group, [first, first + groups_per_block])
+            if a == b:
+                continue
+            dense = np.full(groups_per_block * states, -1, dtype=np.int32)
+            local = (group[a:b] - first) * states
+            dense[local + state[a:b]] = np.arange(a, b, dtype=np.int32)
+            found = dense[local + next_state[a:b]]
+            succ[a:b] = np.where(moving[a:b], found, -1)
+            missing = np.flatnonzero(moving[a:b] & (found < 0))
+            if missing.size:
+                e = a + int(missing[0])
+                nc, np_ = int(net.peer_card[card[e], egress[e]]), int(net.peer_port[card[e], egress[e]])
+                self._fail(
+                    MissingEntryError,
+                    e,
+                    f"next card {net.card_names[nc]} has no entry for ingress port {np_}",
+                )
+        return succ
+
+    def _remaining(self) -> tuple[np.ndarray, np.ndarray]:
+        """External and internal links from each entry to delivery, by pointer doubling; refuses loops.
+
+        First hops (entries on a host port) are leaves: no entry leads to them. The
+        doubling runs over the other entries only; first hops then add their own hop.
+        """
+        packed = self.own_external.astype(np.int64) * (1 << 20) + self.own_internal
+        inner = np.flatnonzero(~self.first_hop)
+        position = np.full(len(packed), -1, dtype=np.int64)
+        position[inner] = np.arange(inner.size)
+        after = self.succ[inner]
+        pointer = np.where(after >= 0, position[np.maximum(after, 0)], -1)
+        value = packed[inner]
+        rounds = math.ceil(math.log2(max(2, inner.size))) + 1
+        for _ in range(rounds):
+            live = np.flatnonzero(pointer >= 0)
+            if not live.size:
+                break
+            target = pointer[live]
+            value[live] += value[target]
+            pointer[live] = pointer[target]
+        if (pointer >= 0).any():
+            self._fail(RoutingLoopError, int(inner[np.flatnonzero(pointer >= 0)[0]]), "packets loop")
+        packed[inner] = value
+        first = self.start[self.succ[self.start] >= 0]
+        packed[first] += packed[self.succ[first]]
+        return (packed >> 20).astype(np.int32), (packed & ((1 << 20) - 1)).astype(np.int32)
+
+    def _check_starts(self) -> None:
+        t, n = self.tables, self.tables.network.num_pes
+        wrong_class = np.flatnonzero(t.routing_class[self.start] != t.source_class[self.src])
+        if wrong_class.size:
+            e = int(self.start[wrong_class[0]])
+            raise RoutingError(
+                f"entry at the first card of PE {int(self.src[wrong_class[0]])} for destination "
+                f"{int(t.dst_pe[e])} has class {int(t.routing_class[e])}, but that PE's packets "
+                f"get class {t.class_of_source(int(self.src[wrong_class[0]]))}"
+            )
+        if self.start.size != n * (n - 1):
+            present = np.zeros(n * n, dtype=bool)
+            present[self.src * n + self.dst] = True
+            present[np.arange(n) * (n + 1)] = True
+            pair = int(np.flatnonzero(~present)[0])
+            src, dst = divmod(pair, n)
+            walk(t, src, dst)  # raises MissingEntryError with the place
+            raise MissingEntryError(f"no path from PE {src} to PE {dst}")
+
+    # -- results ------------------------------------------------------------------
+
+    @property
+    def num_paths(self) -> int:
+        """Ordered pairs of distinct PEs routed."""
+        return int(self.start.size)
+
+    def external(self) -> np.ndarray:
+        """External card-to-card links of each path (order of ``src``/``dst``)."""
+        return self.rest_external[self.start]
+
+    def internal(self) -> np.ndarray:
+        """Internal links of each path."""
+        return self.rest_internal[self.start]
+
+    def links(self) -> np.ndarray:
+        """Card-to-card links (external + internal) of each path."""
+        return self.external() + self.internal()
+
+    def loads(self, weights: np.ndarray | None = None) -> np.ndarray:
+        """Traffic through each entry when path i carries ``weights[i]`` (default 1: the number of paths)."""
+        load = np.zeros(len(self.tables), dtype=np.float64)
+        load[self.start] = 1.0 if weights is None else weights
+        moving = self.start[self.succ[self.start] >= 0]
+        load += np.bincount(self.succ[moving], weights=load[moving], minlength=load.size)
+        inner = np.flatnonzero(~self.first_hop)
+        depth = (self.rest_external + self.rest_internal)[inner]
+        rank = np.argsort(-depth, kind="stable")
+        order = inner[rank]
+        bounds = np.flatnonzero(np.diff(depth[rank])) + 1
+        for level in np.split(order, bounds):
+            level = level[self.succ[level] >= 0]
+            if level.size:
+                np.add.at(load, self.succ[level], load[level])
+        return load
+
+    def path_entries(self, path: int) -> list[int]:
+        """Entry indices of path number `path` (0 .. num_paths-1), in hop order."""
+        entries, e = [], int(self.start[path])
+        while e >= 0:
+            entries.append(e)
+            e = int(self.succ[e])
+        return entries
+
+    def weights_of(self, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """Path weights from flow arrays (src, dst, weight); flows with src == dst are ignored."""
+        n = self.tables.network.num_pes
+        keys = self.src * n + self.dst
+        order = np.argsort(keys)
+        flows = np.asarray(src, dtype=np.int64) * n + np.asarray(dst, dtype=np.int64)
+        keep = np.asarray(src) != np.asarray(dst)
+        at = order[np.searchsorted(keys[order], flows[keep])]
+        weights = np.zeros(self.num_paths)
+        np.add.at(weights, at, np.asarray(weight, dtype=np.float64)[keep])
+        return weights

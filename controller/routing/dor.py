@@ -1,0 +1,52 @@
+"""DOR on k-ary n-cubes (family "torus", e.g. an nDT's equivalent mD torus): dimension order, dateline VCs.
+
+Seed 002 (spec part 1 section 3.4, part 2 section 4.3) and docs/contracts.md:
+
+    for i in 0 .. n-1:                        # ascending dimension order
+        s = ring_direction(o_i, t_i, k_i)     # minimal; a tie (k_i even, distance k_i/2) goes +
+        if s != 0: return port d_i^s, VC upper if t_i > o_i else lower
+    return the PE port                        # arrived
+
+The upper/lower rule is a dateline at the wrap link: on the + ring a packet
+with t_i < o_i travels on lower until it has crossed k_i-1 -> 0 and on upper
+after, so neither VC's ring closes. External links need 2 VCs, host links 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from controller.routing.builder import build_tables
+from controller.routing.errors import UnsupportedTopologyError
+from controller.routing.network import CardNetwork
+from controller.routing.table import USE_CODE, RoutingTables
+from controller.routing.torus_view import LOWER, UPPER, TorusView, first_move, port_of_move
+
+VC_NAMES = {"external": {UPPER: "upper (t_i > o_i)", LOWER: "lower (t_i <= o_i)"}, "host": {0: "deliver"}}
+
+
+def dor_tables(network: CardNetwork) -> RoutingTables:
+    """DOR tables for a torus of single-card nodes (one PE per node, pe = node index)."""
+    if network.topology.family != "torus":
+        raise UnsupportedTopologyError(
+            f"dor routes k-ary n-cubes (family torus, e.g. the equivalent mD torus); "
+            f"this is a {network.topology.family!r} topology: for an nDT use dort or ts-dor"
+        )
+    view = TorusView(network)
+
+    def decide(cards: np.ndarray, dsts: np.ndarray, routing_class: int):
+        dim, direction, ring = first_move(view, cards, dsts, range(view.n), {})
+        port, _ = port_of_move(view, cards, dim, direction)
+        arrived = dim < 0
+        egress = np.where(arrived, view.pe_port[cards], port)
+        vc = np.where(arrived, 0, ring)
+        use = np.where(arrived, USE_CODE["deliver"], USE_CODE["external"])
+        return egress, vc, use
+
+    return build_tables(
+        "dor",
+        network,
+        decide,
+        vc_names=VC_NAMES,
+        notes=["ties (k_i even, distance k_i/2) go +", "external VC: upper=0 if t_i > o_i else lower=1"],
+    )

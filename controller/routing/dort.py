@@ -1,0 +1,107 @@
+"""DORT on nDT tori (any port configuration): node-level DOR, crossing the internal link to the port's card.
+
+Seed 002 (spec part 1 sections 3.1-3.4, part 2 section 3) with the uses named
+as docs/contracts.md names them:
+
+    for i in 0 .. n-1:                         # ascending dimension order
+        s = ring_direction(o_i, t_i, k_i)      # ties go +
+        if s == 0: continue
+        if card_of(d_i^s) == this card: return d_i^s, upper if t_i > o_i else lower
+        if i is a split dimension:  return internal link, use "ring",   VC ring_i upper/lower (same rule)
+        else:                       return internal link, use "inject", VC inject
+    if the destination PE is on this card: return PE port
+    return internal link, use "eject", VC eject
+
+Internal-link VCs: eject = 0, inject = 1 (only if some dimension is not split),
+then one upper/lower pair per split dimension in ascending order. With CBest
+that is 0, 1, 2, 3 for odd n (the EXTOLL paper's numbering: VC0 to the
+neighbour PE, VC1 type 1, VC2/VC3 the ring pair) and 2 VCs for even n; with s
+split dimensions it is 2s + 1 + [s < n] (SC0 3DT: 7).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from controller.routing.builder import build_tables
+from controller.routing.errors import UnsupportedTopologyError
+from controller.routing.network import CardNetwork
+from controller.routing.table import USE_CODE, RoutingTables
+from controller.routing.torus_view import LOWER, UPPER, TorusView, first_move, port_of_move
+
+
+def internal_vc_plan(n: int, split: tuple[int, ...]) -> tuple[dict[str, int], dict[int, str]]:
+    """DORT's internal-link VC numbers: ({'eject': 0, 'inject': 1, 'ring d1': 2, ...}, names by VC).
+
+    >>> internal_vc_plan(3, (1,))[0]
+    {'eject': 0, 'inject': 1, 'ring d1': 2}
+    >>> len(internal_vc_plan(3, (0, 1, 2))[1])
+    7
+    """
+    plan = {"eject": 0}
+    if len(split) < n:
+        plan["inject"] = 1
+    next_vc = len(plan)
+    for i in split:
+        plan[f"ring d{i}"] = next_vc
+        next_vc += 2
+    names = {}
+    for use, vc in plan.items():
+        if use.startswith("ring"):
+            names[vc], names[vc + 1] = f"{use} upper", f"{use} lower"
+        else:
+            names[vc] = use
+    return plan, names
+
+
+def dort_tables(network: CardNetwork) -> RoutingTables:
+    """DORT tables for an nDT torus with any port configuration (same at every node)."""
+    if network.topology.family != "ndt":
+        raise UnsupportedTopologyError(
+            f"dort routes nDT twin tori (family ndt); this is a {network.topology.family!r} topology"
+            + (": use dor" if network.topology.family == "torus" else "")
+        )
+    view = TorusView(network)
+    split = view.split_dimensions
+    plan, internal_names = internal_vc_plan(view.n, split)
+    ring_vc = np.zeros(view.n, dtype=np.int64)
+    for i in split:
+        ring_vc[i] = plan[f"ring d{i}"]
+
+    split_dim = np.zeros(view.n, dtype=bool)
+    split_dim[list(split)] = True
+
+    def decide(cards: np.ndarray, dsts: np.ndarray, routing_class: int):
+        dim, direction, ring = first_move(view, cards, dsts, range(view.n), {})
+        port, holder = port_of_move(view, cards, dim, direction)
+        side = view.side[cards]
+        arrived = dim < 0
+        at_home = arrived & (view.side_of_pe[dsts] == side)
+        local = ~arrived & (holder == side)
+        ring_hop = ~arrived & ~local & split_dim[np.maximum(dim, 0)]
+        # default: cross the internal link to inject into a dimension the other card holds
+        egress = view.internal_port[cards].copy()
+        vc = np.full(cards.size, plan.get("inject", 0))
+        use = np.full(cards.size, USE_CODE["inject"])
+        # the first port is on this card: take it
+        egress[local], vc[local], use[local] = port[local], ring[local], USE_CODE["external"]
+        # the internal link is part of a split dimension's ring: that dimension's upper/lower pair
+        vc[ring_hop] = ring_vc[dim[ring_hop]] + ring[ring_hop]
+        use[ring_hop] = USE_CODE["ring"]
+        # arrived: deliver, or eject to the other card's PE
+        eject = arrived & ~at_home
+        vc[eject], use[eject] = plan["eject"], USE_CODE["eject"]
+        egress[at_home], vc[at_home], use[at_home] = view.pe_port[cards][at_home], 0, USE_CODE["deliver"]
+        return egress, vc, use
+
+    vc_names = {
+        "external": {UPPER: "upper (t_i > o_i)", LOWER: "lower (t_i <= o_i)"},
+        "internal": internal_names,
+        "host": {0: "deliver"},
+    }
+    notes = [
+        f"port configuration {view.config_text()}, split dimensions {list(split)}",
+        "ties (k_i even, distance k_i/2) go + in every dimension",
+        f"internal-link VCs: {len(internal_names)}",
+    ]
+    return build_tables("dort", network, decide, vc_names=vc_names, notes=notes)

@@ -1,0 +1,138 @@
+"""Coordinates and port numbers of torus cards (k-ary n-cubes and nDT tori) as arrays, plus ring helpers.
+
+DOR, DORT and TS-DOR decide from a card's node coordinates o, its side (card 0
+or 1 of an nDT node), the destination node's coordinates t and the destination
+PE's card; this module derives all of them from the Topology (twins' coords and
+ports, ``port_names``), so the algorithms need no knowledge of how the
+generators number ports.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from controller.routing.errors import UnsupportedTopologyError
+from controller.routing.network import CardNetwork
+
+#: upper/lower VCs of a ring (EXTOLL's rule, spec part 2 section 4.3): upper if t_i > o_i
+UPPER, LOWER = 0, 1
+
+
+def ring_direction(o: np.ndarray, t: np.ndarray, k: int, tie: int | np.ndarray) -> np.ndarray:
+    """Minimal direction from o to t on a ring of k nodes: +1, -1, 0 (already there) or `tie` at distance k/2.
+
+    >>> ring_direction(np.array([0, 0, 0, 1]), np.array([1, 3, 2, 1]), 4, +1).tolist()
+    [1, -1, 1, 0]
+    """
+    offset = (t - o) % k
+    direction = np.where(2 * offset < k, 1, np.where(2 * offset > k, -1, tie))
+    return np.where(offset == 0, 0, direction)
+
+
+def upper_or_lower(o: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """VC of a ring hop: UPPER (0) if the target coordinate is above the current one, else LOWER (1)."""
+    return np.where(t > o, UPPER, LOWER)
+
+
+class TorusView:
+    """Node coordinates, card sides and per-port card numbers of a "torus" or "ndt" topology.
+
+    For a torus (one card per node) every port is on side 0 and a PE sits on
+    each card; for an nDT ``card_of_port[i, 0]`` / ``[i, 1]`` say which card of
+    a node holds d_i+ / d_i- (the same at every node).
+    """
+
+    def __init__(self, network: CardNetwork) -> None:
+        topology = network.topology
+        if topology.family not in ("torus", "ndt"):
+            raise UnsupportedTopologyError(
+                f"a torus routing needs a torus or nDT topology, got {topology.family!r}"
+            )
+        self.network = network
+        self.dims = tuple(int(k) for k in topology.params["dims"])
+        self.n = len(self.dims)
+        self.twin_cards = topology.family == "ndt"
+        num_cards = network.num_cards
+        self.coords = np.zeros((num_cards, self.n), dtype=np.int64)
+        for twin in topology.twins.values():
+            for name in twin.cards:
+                self.coords[network.card_id_of_name[name]] = twin.coords
+        self.side = network.side.astype(np.int64)
+        #: port number per card for d_i+ (column 2i) and d_i- (column 2i+1); 0 where the card lacks it
+        self.port = np.stack(
+            [network.port_numbers(f"d{i}{sign}") for i in range(self.n) for sign in "+-"], axis=1
+        )
+        self.pe_port = network.port_numbers("pe")
+        self.internal_port = network.port_numbers("int0")
+        self.card_of_port = np.zeros((self.n, 2), dtype=np.int64)
+        if self.twin_cards:
+            first = next(iter(topology.twins.values()))
+            for i in range(self.n):
+                for column, sign in enumerate("+-"):
+                    holder = first.ports[f"d{i}{sign}"].node
+                    self.card_of_port[i, column] = network.side[network.card_id_of_name[holder]]
+        self.node_of_pe = network.pe_card // 2 if self.twin_cards else network.pe_card.copy()
+        self.side_of_pe = network.side[network.pe_card].astype(np.int64)
+        node_coords = np.zeros((int(self.node_of_pe.max()) + 1, self.n), dtype=np.int64)
+        node_coords[self.node_of_pe] = self.coords[network.pe_card]
+        self.coords_of_pe = node_coords[self.node_of_pe]
+
+    @property
+    def split_dimensions(self) -> tuple[int, ...]:
+        """Dimensions whose + and - ports are on different cards (their rings cross internal links)."""
+        return tuple(i for i in range(self.n) if self.card_of_port[i, 0] != self.card_of_port[i, 1])
+
+    def holder(self, i: int, direction: np.ndarray) -> np.ndarray:
+        """Side (0/1) of the card holding port d_i^direction, per element (direction +1 or -1)."""
+        return np.where(direction > 0, self.card_of_port[i, 0], self.card_of_port[i, 1])
+
+    def port_of(self, cards: np.ndarray, i: int, direction: np.ndarray) -> np.ndarray:
+        """Card port number of d_i^direction on `cards` (0 where that card does not hold it)."""
+        return np.where(direction > 0, self.port[cards, 2 * i], self.port[cards, 2 * i + 1])
+
+    def config_text(self) -> str:
+        """The port configuration in the contracts' text form, e.g. 'd0+d0-d1+|d1-d2+d2-'."""
+        halves = [[], []]
+        for i in range(self.n):
+            for column, sign in enumerate("+-"):
+                halves[int(self.card_of_port[i, column])].append(f"d{i}{sign}")
+        return "|".join("".join(half) for half in halves)
+
+
+def first_move(
+    view: TorusView, cards: np.ndarray, dsts: np.ndarray, order: range, ties: dict[int, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """DOR's choice on each card for each destination PE: (dimension, direction, ring VC).
+
+    The first dimension in `order` whose coordinate differs from the destination's,
+    the minimal direction on its ring (``ties[i]`` at distance k_i/2, + if absent),
+    and UPPER/LOWER by the destination coordinate; dimension -1 where the packet
+    is at the destination node. Cells leave the loop as soon as they are decided.
+    """
+    dim = np.full(cards.size, -1, dtype=np.int64)
+    direction = np.zeros(cards.size, dtype=np.int64)
+    ring = np.zeros(cards.size, dtype=np.int64)
+    pending = np.arange(cards.size)
+    for i in order:
+        if not pending.size:
+            break
+        o = view.coords[cards[pending], i]
+        t = view.coords_of_pe[dsts[pending], i]
+        s = ring_direction(o, t, view.dims[i], ties.get(i, +1))
+        moving = s != 0
+        decided = pending[moving]
+        dim[decided] = i
+        direction[decided] = s[moving]
+        ring[decided] = upper_or_lower(o[moving], t[moving])
+        pending = pending[~moving]
+    return dim, direction, ring
+
+
+def port_of_move(
+    view: TorusView, cards: np.ndarray, dim: np.ndarray, direction: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(card port number, side of the card holding the port) of d_dim^direction; (0, -1) where dim is -1."""
+    column = np.where(dim >= 0, 2 * dim + (direction < 0), 0)
+    port = np.where(dim >= 0, view.port[cards, column], 0)
+    holder = np.where(dim >= 0, view.card_of_port[np.maximum(dim, 0), (direction < 0).astype(np.int64)], -1)
+    return port, holder

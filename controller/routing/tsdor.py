@@ -1,0 +1,95 @@
+"""TS-DOR (Twin-Source DOR, seed 002's EXTOLL paper) on nDT tori with CBest, mirrored per docs/contracts.md.
+
+The routing class is the source PE's card (PE0 -> class 0, PE1 -> class 1),
+set by the first card and never changed. Class 0 corrects dimensions
+d0 .. d(n-1), class 1 d(n-1) .. d0. With CBest's split dimension h = (n-1)/2
+placed d_h+ on card 0 and d_h- on card 1 (the project's convention), the
+spec's rules (written for d_h- on card 0) are mirrored:
+
+    order = 0..n-1 if class == 0 else n-1..0
+    for i in order:
+        tie = (+1 if class == 0 else -1) if i == h else +1
+        s = ring_direction(o_i, t_i, k_i, tie)
+        if s == 0: continue
+        if card_of(d_i^s) == this card: return d_i^s, upper if t_i > o_i else lower
+        if i == h: return internal link, use "ring",   upper if t_h > o_h else lower
+        return internal link, use "inject", lower if this card is 0 else upper
+    if the destination PE is on this card: return PE port
+    return internal link, use "eject", lower if this card is 0 else upper
+
+VCs are upper = 0 and lower = 1 on every link; the queue is 2*class + vc, so
+every port needs 4 queues.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from controller.routing.builder import build_tables
+from controller.routing.errors import UnsupportedTopologyError
+from controller.routing.network import CardNetwork
+from controller.routing.table import QUEUE_BY_CLASS_AND_VC, USE_CODE, RoutingTables
+from controller.routing.torus_view import LOWER, UPPER, TorusView, first_move, port_of_move
+from topologies.portconfig import cbest
+
+
+def tsdor_tables(network: CardNetwork) -> RoutingTables:
+    """TS-DOR tables for an nDT torus whose port configuration is CBest."""
+    if network.topology.family != "ndt":
+        raise UnsupportedTopologyError(
+            f"ts-dor routes nDT twin tori with CBest; this is a {network.topology.family!r} topology"
+        )
+    view = TorusView(network)
+    best = cbest(view.n)
+    if view.config_text() != str(best):
+        raise UnsupportedTopologyError(
+            f"ts-dor needs the CBest port configuration {best} (docs/contracts.md), "
+            f"got {view.config_text()}; "
+            "use dort for other configurations"
+        )
+    h = (view.n - 1) // 2 if view.n % 2 else None
+
+    def decide(cards: np.ndarray, dsts: np.ndarray, routing_class: int):
+        order = range(view.n) if routing_class == 0 else range(view.n - 1, -1, -1)
+        ties = {h: +1 if routing_class == 0 else -1} if h is not None else {}
+        dim, direction, ring = first_move(view, cards, dsts, order, ties)
+        port, holder = port_of_move(view, cards, dim, direction)
+        side = view.side[cards]
+        arrived = dim < 0
+        at_home = arrived & (view.side_of_pe[dsts] == side)
+        local = ~arrived & (holder == side)
+        ring_hop = ~arrived & ~local & (dim == (h if h is not None else -2))
+        # default: inject or eject over the internal link, card 0 -> 1 lower, 1 -> 0 upper
+        egress = view.internal_port[cards].copy()
+        vc = np.where(side == 0, LOWER, UPPER)
+        use = np.where(arrived, USE_CODE["eject"], USE_CODE["inject"])
+        # the first port is on this card: take it
+        egress[local], vc[local], use[local] = port[local], ring[local], USE_CODE["external"]
+        # the internal link is part of d_h's ring: upper/lower by the coordinate
+        vc[ring_hop], use[ring_hop] = ring[ring_hop], USE_CODE["ring"]
+        egress[at_home], vc[at_home], use[at_home] = view.pe_port[cards][at_home], 0, USE_CODE["deliver"]
+        return egress, vc, use
+
+    vc_names = {
+        "external": {UPPER: "upper (t_i > o_i)", LOWER: "lower (t_i <= o_i)"},
+        "internal": {
+            UPPER: "upper: ring with t_h > o_h; inject/eject card 1 -> 0",
+            LOWER: "lower: ring with t_h <= o_h; inject/eject card 0 -> 1",
+        },
+        "host": {0: "deliver"},
+    }
+    notes = [
+        "routing class = source PE's card; class 0 orders d0..d(n-1), class 1 d(n-1)..d0",
+        "tie in d_h: class 0 -> d_h+, class 1 -> d_h-; other dimensions +",
+        "queue = 2*class + vc (4 queues per port)",
+    ]
+    return build_tables(
+        "ts-dor",
+        network,
+        decide,
+        source_class=view.side_of_pe.astype(np.int8),
+        num_classes=2,
+        queue_rule=QUEUE_BY_CLASS_AND_VC,
+        vc_names=vc_names,
+        notes=notes,
+    )
