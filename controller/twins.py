@@ -1,0 +1,148 @@
+"""Twin composition: what each card of each twin switch must hold, from the topology and the routing tables.
+
+For every card (both cards of every twin, including a root twin's idle second
+card, docs/contracts.md) a :class:`CardPlan` gives
+
+* ``card_config``'s default action ``set_card(card id, hop limit)``;
+* per host-facing port, ``host_in``: ``from_host(PE on that port, the routing
+  class the first card gives that PE's packets)`` (``RoutingTables.class_of_source``)
+  and ``host_out``: ``to_host()``;
+* per (routing class, VC) its route entries use, ``vc_queue``:
+  ``set_queue(RoutingTables.queue_of(class, VC))``;
+* every route entry of the routing tables for that card, translated one to one
+  (``route``: (ingress port, destination PE, class) -> ``set_route(egress port, VC)``).
+
+Ports that are neither host-facing (external or internal links, unused ports)
+need no entry: the card program treats any port without a ``host_in`` entry
+as a card-to-card port. ``roles`` records each port's role for reports.
+No routing is computed here; the routing tables are the only source.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from controller import card_program as card
+from controller.routing.table import RoutingTables
+from controller.translate import EntrySpec
+from topologies.model import PortRef, Topology
+
+
+class PlanError(ValueError):
+    """Tables that cannot be installed on the cards (e.g. more queues than a port has)."""
+
+
+@dataclass
+class CardPlan:
+    """The complete control-plane state of one card.
+
+    ``entries``: (table, match) -> EntrySpec, for every table the controller fills;
+    ``config``: the parameters of ``card_config``'s default action ``set_card``;
+    ``roles``: port -> "host PE n", "external", "internal" or "unused".
+    """
+
+    name: str
+    card_id: int
+    twin: str
+    side: int
+    config: tuple[int, int]
+    entries: dict[tuple[str, tuple[int, ...]], EntrySpec] = field(default_factory=dict)
+    roles: dict[int, str] = field(default_factory=dict)
+
+    def add(self, spec: EntrySpec) -> None:
+        if spec.key in self.entries:
+            raise PlanError(f"card {self.name}: two entries for {spec.table}{spec.match}")
+        self.entries[spec.key] = spec
+
+    def count_by_table(self) -> dict[str, int]:
+        return dict(Counter(spec.table for spec in self.entries.values()))
+
+    @property
+    def card_id_param(self) -> int:
+        return self.config[0]
+
+    @property
+    def hop_limit(self) -> int:
+        return self.config[1]
+
+
+def longest_path_cards(tables: RoutingTables) -> int | None:
+    """Cards on the longest model path (card-to-card links + 1), by the analysis of the same tables."""
+    try:
+        from controller.analysis.paths import AllPairs
+    except ImportError:
+        return None
+    pairs = AllPairs(tables)
+    if not pairs.num_paths:
+        return 1
+    return int(pairs.links().max()) + 1
+
+
+def hop_limit_for(tables: RoutingTables) -> int:
+    """The longest model path in cards plus a margin, at most the trace depth (p4src/README.md)."""
+    longest = longest_path_cards(tables)
+    if longest is None:
+        return card.MAX_TRACE
+    if longest > card.MAX_TRACE:
+        raise PlanError(
+            f"the longest {tables.algorithm} path visits {longest} cards; the card program's trace "
+            f"holds {card.MAX_TRACE}"
+        )
+    return min(card.MAX_TRACE, longest + card.HOP_LIMIT_MARGIN)
+
+
+def plan_cards(
+    topology: Topology, tables: RoutingTables, hop_limit: int | None = None
+) -> dict[str, CardPlan]:
+    """Every card's plan (by card name), for `tables` computed on `topology`."""
+    if tables.network.card_names != [
+        c.name for c in sorted(topology.cards.values(), key=lambda c: c.card_id)
+    ]:
+        raise PlanError("the routing tables were computed for another topology (its cards differ)")
+    if tables.num_classes - 1 > card.MAX_CLASS:
+        raise PlanError(f"{tables.num_classes} routing classes do not fit the 4-bit class field")
+    limit = hop_limit_for(tables) if hop_limit is None else hop_limit
+    plans = {
+        c.name: CardPlan(c.name, c.card_id, c.twin, c.side, (c.card_id, limit))
+        for c in sorted(topology.cards.values(), key=lambda c: c.card_id)
+    }
+    for name, plan in plans.items():
+        for ref in topology.card_ports(name):
+            if topology.is_connected(ref):
+                link = topology.link_at(ref)
+                plan.roles[ref.port] = link.kind if link.kind != "host" else "host"
+            else:
+                plan.roles[ref.port] = "unused"
+    for host in topology.hosts:
+        plan = plans[host.card]
+        routing_class = tables.class_of_source(host.pe)
+        plan.roles[host.port] = f"host PE {host.pe}"
+        plan.add(EntrySpec(card.HOST_IN, (host.port,), card.FROM_HOST, (host.pe, routing_class)))
+        plan.add(EntrySpec(card.HOST_OUT, (host.port,), card.TO_HOST, ()))
+    names = tables.network.card_names
+    queues_used: dict[str, set[tuple[int, int]]] = {name: set() for name in plans}
+    for entry in tables.entries():
+        name = names[entry.card_id]
+        plan = plans[name]
+        if not topology.is_connected(PortRef(name, entry.egress_port)):
+            raise PlanError(f"card {name}: route entry to port {entry.egress_port}, which has no link")
+        plan.add(
+            EntrySpec(
+                card.ROUTE,
+                (entry.ingress_port, entry.dst_pe, entry.routing_class),
+                card.SET_ROUTE,
+                (entry.egress_port, entry.vc),
+            )
+        )
+        queues_used[name].add((entry.routing_class, entry.vc))
+    for name, pairs in queues_used.items():
+        for routing_class, vc in sorted(pairs):
+            queue = tables.queue_of(routing_class, vc)
+            if not 0 <= queue < card.PRIORITY_QUEUES:
+                raise PlanError(
+                    f"{tables.algorithm} puts class {routing_class} VC {vc} into queue {queue}: a port has "
+                    f"{card.PRIORITY_QUEUES} priority queues: these tables can be analysed, not emulated"
+                )
+            plans[name].add(EntrySpec(card.VC_QUEUE, (routing_class, vc), card.SET_QUEUE, (queue,)))
+    return plans

@@ -1,0 +1,308 @@
+"""A run's report: report.json (everything, with units), paths.csv (per probe), pictures, a terminal summary.
+
+Files under the run's output directory:
+
+* ``report.json``: settings, topology, routing, verdicts, accounting, channel
+  check, internal-link crossings vs the analysis, latency and path-length
+  distributions, link loads, timings; every quantity carries its unit or a
+  ``unit`` field next to it (docs/contracts.md);
+* ``paths.csv``: one row per sent probe (ids, pair, verdict, latency, the
+  measured path and the model's as ``card:in>out/vc`` lists);
+* ``link_loads.png``: the topology with every card-to-card link coloured and
+  sized by the probes it carried (external and internal links on their own
+  colour scales);
+* ``path_lengths.png``: histograms of measured path lengths and of
+  internal-link crossings per probe;
+* ``latency.png``: latency distributions per routing class and per queue.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from emulation.measure import (
+    LOST,
+    distribution,
+    hop_kinds,
+    latency_groups,
+    link_loads,
+    verdict_counts,
+)
+from emulation.run import RunOutcome
+
+#: Lost probes listed one by one in report.json (the rest are counted).
+LOST_PROBES_LISTED = 200
+#: Divergences listed one by one in report.json.
+DIVERGENCES_LISTED = 50
+
+
+def write_report(outcome: RunOutcome, pictures: bool = True) -> dict[str, Path]:
+    """Write every file of the report into ``outcome.out_dir``; return their paths by name."""
+    out = outcome.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"json": out / "report.json", "csv": out / "paths.csv"}
+    data = report_data(outcome)
+    files["json"].write_text(json.dumps(data, indent=1) + "\n")
+    write_paths_csv(outcome, files["csv"])
+    if pictures:
+        from emulation import report_pictures
+
+        files.update(report_pictures.draw_all(outcome, out))
+    return files
+
+
+def _hops_text(hops, model: bool = False) -> str:
+    if model:
+        return " ".join(f"{h.card_id}:{h.ingress_port}>{h.egress_port}/{h.vc}" for h in hops)
+    return " ".join(f"{h.card_id}:{h.in_port}>{h.out_port}/{h.vc}" for h in hops)
+
+
+def write_paths_csv(outcome: RunOutcome, path: Path) -> None:
+    """One row per sent probe."""
+    tables = outcome.plan.tables
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            [
+                "probe_id",
+                "src_pe",
+                "dst_pe",
+                "routing_class",
+                "verdict",
+                "latency_us",
+                "send_us",
+                "receive_us",
+                "cards",
+                "external_hops",
+                "internal_hops",
+                "max_qdepth_pkts",
+                "measured_path",
+                "model_path",
+                "divergence",
+                "loss_cause",
+            ]
+        )
+        for r in outcome.results:
+            a = r.arrival
+            kinds = Counter(hop_kinds(a.hops, tables)) if a else Counter()
+            writer.writerow(
+                [
+                    r.probe_id,
+                    r.src,
+                    r.dst,
+                    a.routing_class if a else "",
+                    r.verdict,
+                    r.latency_us if a else "",
+                    r.send_us,
+                    a.receive_us if a else "",
+                    len(a.hops) if a else "",
+                    kinds["external"] if a else "",
+                    kinds["internal"] if a else "",
+                    max((h.qdepth for h in a.hops), default=0) if a else "",
+                    _hops_text(a.hops) if a else "",
+                    _hops_text(r.model.hops, model=True) if r.model else "",
+                    str(r.divergence) if r.divergence else "",
+                    r.cause or "",
+                ]
+            )
+
+
+def _link_load_rows(outcome: RunOutcome) -> list[dict[str, Any]]:
+    net = outcome.plan.tables.network
+    loads = link_loads(outcome.results)
+    rows = []
+    for (card, port), count in sorted(loads.items()):
+        if not (0 <= card < net.num_cards and 0 <= port <= net.max_port):
+            continue
+        kind = net.link_kind_name(card, port)
+        peer = int(net.peer_card[card, port])
+        rows.append(
+            {
+                "card": net.card_names[card],
+                "port": port,
+                "port_name": net.port_name(card, port),
+                "kind": kind,
+                "to": net.card_names[peer] if peer >= 0 else f"h{int(net.host_at[card, port])}",
+                "probes": count,
+            }
+        )
+    return rows
+
+
+def report_data(outcome: RunOutcome) -> dict[str, Any]:
+    """The content of report.json."""
+    plan, tables, results = outcome.plan, outcome.plan.tables, outcome.results
+    received = [r for r in results if r.arrival is not None]
+    lengths = [len(r.arrival.hops) - 1 for r in received]
+    internal = [Counter(hop_kinds(r.arrival.hops, tables))["internal"] for r in received]
+    groups = latency_groups(results, tables)
+    accounting = outcome.accounting.to_json()
+    accounting["lost_probes_listed"] = min(len(accounting["lost_probes"]), LOST_PROBES_LISTED)
+    accounting["lost_probes"] = accounting["lost_probes"][:LOST_PROBES_LISTED]
+    divergences = [
+        {"probe_id": r.probe_id, "src": r.src, "dst": r.dst, "verdict": r.verdict, "where": str(r.divergence)}
+        for r in results
+        if r.divergence is not None
+    ]
+    settings = plan.settings
+    verdicts = verdict_counts(results)
+    return {
+        "schema": "twinnet run report 1",
+        "ok": outcome_ok(outcome),
+        "topology": {
+            "family": plan.topology.family,
+            "params": {
+                k: v for k, v in plan.topology.params.items() if isinstance(v, (int, float, str, bool, list))
+            },
+            "counts": plan.topology.counts(),
+        },
+        "routing": {
+            "algorithm": tables.algorithm,
+            "table_entries": len(tables),
+            "entries_installed": outcome.entries_installed,
+            "queues_per_port": tables.queues_per_port(),
+            "num_classes": tables.num_classes,
+            "queue_rule": tables.queue_rule,
+            "longest_model_path_cards": plan.longest_path_cards,
+            "dependency_graph_acyclic": plan.acyclic,
+        },
+        "target": outcome.target,
+        "traffic": {
+            "pattern": plan.traffic.name,
+            "seed": settings.seed,
+            **outcome.injection,
+            "units": {
+                "rate_pps_per_host": "probes/s per host",
+                "offered_pps_total": "probes/s",
+                "achieved_send_pps_total": "probes/s",
+                "max_lateness_s": "s",
+                "size_bytes": "bytes per frame as the host sends it (Ethernet header included)",
+                "schedule_duration_s": "s",
+            },
+        },
+        "verdicts": {
+            **verdicts,
+            "unit": "probes",
+            "meaning": "equal: measured path equals the model's hop by hop (card, ingress, egress, VC, "
+            "priority); differs: see divergences; misdelivered: another host received it; "
+            "lost: never received (see accounting)",
+        },
+        "divergences": divergences[:DIVERGENCES_LISTED],
+        "divergences_total": len(divergences),
+        "accounting": accounting,
+        "dead_cards": outcome.dead_cards,
+        "channels": outcome.channels.to_json(),
+        "internal_link_crossings": outcome.crossings.to_json(),
+        "path_length": {
+            "unit": "card-to-card links per received probe (host links excluded)",
+            **distribution(lengths),
+            "histogram": dict(sorted(Counter(lengths).items())),
+        },
+        "internal_crossings_per_probe": {
+            "unit": "internal links per received probe",
+            **distribution(internal),
+            "histogram": dict(sorted(Counter(internal).items())),
+        },
+        "latency_us": {
+            "unit": "us, one-way: receiver kernel clock - send time in the probe",
+            "all": distribution([r.latency_us for r in received]),
+            "by_routing_class": {k: distribution(v) for k, v in groups["routing_class"].items()},
+            "by_queue": {k: distribution(v) for k, v in groups["queue"].items()},
+            "by_queue_note": "a probe counts under every queue it waited in on a card-to-card link",
+        },
+        "queue_depth_pkts": {
+            "unit": "packets queued at the egress port when the probe was enqueued (trace qdepth)",
+            **distribution([h.qdepth for r in received for h in r.arrival.hops]),
+        },
+        "link_loads": {
+            "unit": "received probes per directed link (card egress port)",
+            "links": _link_load_rows(outcome),
+        },
+        "stray_probes": outcome.stray_probes,
+        "timings_s": {
+            **{k: round(v, 3) for k, v in outcome.timings.items()},
+            "network": {k: round(v, 3) for k, v in outcome.network_timings.items()},
+            "unit": "s",
+        },
+        "interrupted": outcome.interrupted,
+        "out_dir": str(outcome.out_dir),
+    }
+
+
+def outcome_ok(outcome: RunOutcome) -> bool:
+    """Every probe arrived along the model's path, the channels are the model's and the crossings agree."""
+    verdicts = verdict_counts(outcome.results)
+    return (
+        not outcome.interrupted
+        and bool(outcome.results)
+        and verdicts["equal"] == len(outcome.results)
+        and outcome.channels.ok
+        and outcome.crossings.equal
+        and not outcome.dead_cards
+    )
+
+
+def _fmt(value: float | None, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:,.0f}{unit}" if abs(value) >= 100 else f"{value:.1f}{unit}"
+
+
+def summary_lines(outcome: RunOutcome, files: dict[str, Path] | None = None) -> list[str]:
+    """The terminal summary of a run."""
+    plan, acc = outcome.plan, outcome.accounting
+    counts = plan.topology.counts()
+    verdicts = verdict_counts(outcome.results)
+    latencies = [r.latency_us for r in outcome.results if r.latency_us is not None]
+    lat = distribution(latencies)
+    cross = outcome.crossings
+    lines = [
+        f"twinnet run: {plan.topology.family} {plan.topology.params.get('dims') or ''}".rstrip()
+        + f" ({counts['cards']} cards, {counts['hosts']} hosts), routing {plan.tables.algorithm}, "
+        f"traffic {plan.traffic.name}, target {outcome.target}",
+        f"  probes      sent {acc.sent}, received {acc.received}, lost {acc.lost}"
+        + (f", duplicates {acc.duplicates}" if acc.duplicates else ""),
+        f"  paths       equal to the model {verdicts['equal']}, differ {verdicts['differs']}, "
+        f"misdelivered {verdicts['misdelivered']}",
+        f"  channels    {outcome.channels.used} used, "
+        + (
+            "all in the model's acyclic dependency graph"
+            if outcome.channels.ok
+            else f"{len(outcome.channels.foreign)} not in the model"
+            + ("" if outcome.channels.model_acyclic else "; the model's graph has a cycle")
+        ),
+        f"  internal    {cross.measured_internal} crossings measured, "
+        f"{cross.analysis_internal} by the analysis "
+        f"({'equal' if cross.equal else 'DIFFERENT'}); external hops {cross.measured_external} / "
+        f"{cross.analysis_external}",
+        f"  latency     median {_fmt(lat['p50'], ' us')}, p99 {_fmt(lat['p99'], ' us')}, "
+        f"max {_fmt(lat['max'], ' us')}",
+        f"  injection   {outcome.injection['probes_sent']} probes at {plan.rate:g} /s per host "
+        f"({outcome.injection['offered_pps_total'] or '-'} /s offered), "
+        f"late {outcome.injection['late_probes']}",
+    ]
+    if outcome.interrupted:
+        lines.insert(1, f"  INTERRUPTED {outcome.interrupted}")
+    if acc.causes:
+        lines.append("  losses      " + ", ".join(f"{cause}: {count}" for cause, count in acc.causes.items()))
+    for dead in outcome.dead_cards:
+        lost = sum(1 for r in outcome.results if r.verdict == LOST and r.cause == f"card {dead['card']} died")
+        lines.append(
+            f"  DEAD CARD   {dead['card']} (detected {dead['detected_after_s']} s into the run): "
+            f"{lost} probes lost crossing it"
+        )
+    divergent = [r for r in outcome.results if r.divergence is not None][:3]
+    for r in divergent:
+        lines.append(f"  differs     probe {r.probe_id} {r.src}->{r.dst}: {r.divergence}")
+    timing = outcome.timings
+    lines.append("  time        " + ", ".join(f"{k.removesuffix('_s')} {v:.1f} s" for k, v in timing.items()))
+    if files:
+        lines.append(f"  report      {files['json']}")
+        others = [str(p.name) for name, p in files.items() if name != "json"]
+        lines.append(f"              {', '.join(others)} in {outcome.out_dir}")
+    return lines

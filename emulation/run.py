@@ -1,0 +1,415 @@
+"""One emulation run: validate, build, install, inject, measure, tear down (``twinnet run`` calls this).
+
+:func:`plan_run` checks everything that can be checked before anything starts
+and raises :class:`RunInputError` with a clear message: an unknown pattern or
+one the topology's PE count does not allow, a routing that does not route the
+topology, more probes than the hosts can send in the time given, a probe size
+that does not fit, more than 8 queues per port or model paths longer than the
+trace stack, a network too large for this machine's memory (the builder's
+estimate), no root. :func:`execute` then runs the plan on a fresh network,
+which is torn down whatever happens (normal end, error, Ctrl-C), and returns
+a :class:`RunOutcome` for :mod:`emulation.report`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller.analysis.deadlock import check_deadlock
+from controller.analysis.paths import AllPairs
+from controller.analysis.traffic import Traffic, make_traffic
+from controller.routing import RoutingTables, algorithms_for, compute_tables
+from emulation.links import LINK_MTU
+from emulation.measure import (
+    Accounting,
+    ChannelCheck,
+    Crossings,
+    ModelPaths,
+    ProbeResult,
+    SentProbe,
+    account,
+    check_channels,
+    crossings,
+    decode_arrival,
+    judge,
+    model_channels,
+    stray_arrivals,
+)
+from emulation.packets import MAX_TRACE, TRACE_ENTRY_LEN
+from emulation.progress import ProgressBar
+from emulation.switches import PRIORITY_QUEUES
+from emulation.traffic import (
+    LATE_THRESHOLD_S,
+    MIN_FRAME_BYTES,
+    Schedule,
+    TrafficEngine,
+    endpoints_of_network,
+    make_schedule,
+)
+from topologies.model import Topology
+
+#: Probes per second each host offers when --rate is not given.
+DEFAULT_RATE_PPS = 100.0
+#: Probes per host when neither --packets nor --duration is given (all-to-all: one per destination).
+DEFAULT_PACKETS = 20
+DEFAULT_SIZE = 64
+#: After the last probe: wait for stragglers until none arrived for this long (s) ...
+DRAIN_QUIET_S = 2.0
+#: ... or at most this long (s).
+DRAIN_LIMIT_S = 30.0
+
+
+class RunInputError(ValueError):
+    """The run cannot be done as asked; nothing was started."""
+
+
+@dataclass
+class RunSettings:
+    """What ``twinnet run`` was asked for (besides the topology)."""
+
+    routing: str | None = None
+    traffic: str = "all-to-all"
+    packets: int | None = None
+    duration: float | None = None
+    rate: float | None = None
+    size: int = DEFAULT_SIZE
+    target: str = "auto"
+    out: Path | None = None
+    seed: int = 0
+    kill: tuple[str, float] | None = None
+    check_capacity: bool = True
+    pattern_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunPlan:
+    """A validated run: topology, tables, model analysis, schedule and the switch class."""
+
+    topology: Topology
+    settings: RunSettings
+    tables: RoutingTables
+    all_pairs: AllPairs
+    acyclic: bool
+    traffic: Traffic
+    schedule: Schedule
+    packets_per_host: int
+    rate: float
+    longest_path_cards: int
+    switch_class: type
+    memory_summary: str
+
+
+def default_routing(topology: Topology) -> str:
+    names = algorithms_for(topology.family)
+    if not names:
+        raise RunInputError(f"no routing algorithm routes a {topology.family!r} topology")
+    return names[0]
+
+
+def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = True) -> RunPlan:
+    """Check everything before anything starts (see the module doc); RunInputError with the reason."""
+    from emulation.capacity import CapacityError, check_memory
+    from emulation.switches import SwitchError, select_target
+
+    if need_root and os.geteuid() != 0:
+        raise RunInputError("twinnet run builds network namespaces and veths: it needs root (sudo)")
+    routing = settings.routing or default_routing(topology)
+    try:
+        switch_class = select_target(settings.target)
+    except SwitchError as error:
+        raise RunInputError(str(error)) from error
+    summary = ""
+    if settings.check_capacity:
+        try:
+            summary = check_memory(
+                topology, switch_class.estimated_rss_mb, switch_class.target_name
+            ).summary()
+        except CapacityError as error:
+            raise RunInputError(str(error)) from error
+    try:
+        traffic = make_traffic(settings.traffic, topology, **settings.pattern_options)
+    except ValueError as error:
+        raise RunInputError(f"--traffic: {error}") from error
+    if traffic.src.size == 0:
+        raise RunInputError(f"--traffic {settings.traffic}: the pattern sends nothing on this topology")
+    packets, rate = _packets_and_rate(settings, traffic, len(topology.hosts))
+    try:
+        tables = compute_tables(topology, routing)
+    except ValueError as error:
+        raise RunInputError(f"--routing: {error}") from error
+    queues = tables.queues_per_port()
+    if queues > PRIORITY_QUEUES:
+        raise RunInputError(
+            f"{routing} on this topology needs {queues} queues per port; the cards have {PRIORITY_QUEUES} "
+            "(twinnet analyze can still study it)"
+        )
+    all_pairs = AllPairs(tables)
+    longest = int(all_pairs.links().max(initial=0)) + 1
+    if longest > MAX_TRACE:
+        raise RunInputError(
+            f"the longest model path visits {longest} cards; the trace stack holds {MAX_TRACE} "
+            "(p4src/README.md)"
+        )
+    largest = LINK_MTU + 14 - TRACE_ENTRY_LEN * longest
+    if not MIN_FRAME_BYTES <= settings.size <= largest:
+        raise RunInputError(
+            f"--size must be {MIN_FRAME_BYTES}..{largest} bytes here (Ethernet + twinnet header + payload; "
+            f"a path of {longest} cards adds {TRACE_ENTRY_LEN * longest} bytes of trace "
+            f"within MTU {LINK_MTU})"
+        )
+    if settings.kill is not None and settings.kill[0] not in topology.cards:
+        raise RunInputError(f"--kill: no card {settings.kill[0]!r} in this topology")
+    schedule = make_schedule(traffic, len(topology.hosts), packets, rate, seed=settings.seed)
+    return RunPlan(
+        topology,
+        settings,
+        tables,
+        all_pairs,
+        check_deadlock(all_pairs).deadlock_free,
+        traffic,
+        schedule,
+        packets,
+        rate,
+        longest,
+        switch_class,
+        summary,
+    )
+
+
+def _packets_and_rate(settings: RunSettings, traffic: Traffic, num_pes: int) -> tuple[int, float]:
+    """Probes per host and rate (pps per host) from --packets, --duration, --rate."""
+    rate = DEFAULT_RATE_PPS if settings.rate is None else settings.rate
+    if not rate > 0 or not math.isfinite(rate):
+        raise RunInputError(
+            f"--rate must be a positive number of probes per second per host, got {settings.rate}"
+        )
+    if settings.packets is not None and settings.packets < 1:
+        raise RunInputError(f"--packets must be at least 1, got {settings.packets}")
+    if settings.duration is not None and not settings.duration > 0:
+        raise RunInputError(f"--duration must be positive, got {settings.duration}")
+    if settings.packets is not None and settings.duration is not None:
+        can_send = int(math.floor(rate * settings.duration + 1e-9))
+        if settings.packets > can_send:
+            raise RunInputError(
+                f"--packets {settings.packets} per host cannot be sent in --duration {settings.duration:g} s "
+                f"at --rate {rate:g} probes/s per host (at most {can_send}); raise --rate or --duration"
+            )
+        return settings.packets, rate
+    if settings.packets is not None:
+        return settings.packets, rate
+    if settings.duration is not None:
+        return max(1, int(math.floor(rate * settings.duration + 1e-9))), rate
+    if traffic.name == "all-to-all":
+        return num_pes - 1, rate
+    return DEFAULT_PACKETS, rate
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+@dataclass
+class RunOutcome:
+    """Everything the report shows."""
+
+    plan: RunPlan
+    target: str
+    out_dir: Path
+    results: list[ProbeResult]
+    accounting: Accounting
+    channels: ChannelCheck
+    crossings: Crossings
+    timings: dict[str, float]
+    injection: dict[str, Any]
+    dead_cards: list[dict[str, Any]]
+    stray_probes: int
+    network_timings: dict[str, float]
+    entries_installed: int
+    interrupted: str | None = None
+
+
+Progress = Callable[[str], None]
+
+
+def execute(
+    plan: RunPlan,
+    *,
+    progress: Progress | None = None,
+    show_bars: bool = True,
+    network_factory: Callable[..., Any] | None = None,
+) -> RunOutcome:
+    """Build the network, run the plan on it (:func:`run_on_network`); the network is always torn down."""
+    from emulation.network import build_network
+
+    factory = network_factory or build_network
+    started = time.monotonic()
+    network = factory(
+        plan.topology,
+        target=plan.switch_class.target_name,
+        out_dir=plan.settings.out,
+        check_capacity=False,
+        progress=progress,
+    )
+    with network:
+        bring_up = time.monotonic() - started
+        outcome = run_on_network(plan, network, progress=progress, show_bars=show_bars)
+        outcome.timings = {"bring_up_s": bring_up, **outcome.timings}
+        return outcome
+
+
+def run_on_network(
+    plan: RunPlan, network, *, progress: Progress | None = None, show_bars: bool = True
+) -> RunOutcome:
+    """On a running network of the plan's topology: (re)install the tables, inject, measure.
+
+    Setting the pipeline clears the cards' tables and counters first, so one
+    network serves several plans (routings, patterns) one after the other.
+    """
+    from emulation.card_access import open_cards
+
+    say = progress or (lambda message: None)
+    timings: dict[str, float] = {}
+    with open_cards(network) as cards:
+        mark = time.monotonic()
+        installed = cards.install(plan.tables)
+        timings["install_s"] = time.monotonic() - mark
+        say(
+            f"{installed} table entries installed on {len(cards.names)} cards in {timings['install_s']:.1f} s"
+        )
+        before = cards.counters()
+        queue_before = queue_drop_counts(network)
+        engine = TrafficEngine(endpoints_of_network(network))
+        with engine:
+            parts = _inject_and_drain(plan, network, engine, say, show_bars, timings)
+            frames = engine.take_received()
+        dead_now = network.dead_cards()
+        after = cards.counters([name for name in cards.names if name not in dead_now])
+        queue_after = queue_drop_counts(network)
+    mark = time.monotonic()
+    drops = {name: after[name].minus(before[name]).drops for name in after if name in before}
+    queue_drops = {name: queue_after.get(name, 0) - queue_before.get(name, 0) for name in queue_after}
+    schedule, record = plan.schedule, parts["record"]
+    sent = [
+        SentProbe(schedule.probe_id(i), int(schedule.src[i]), int(schedule.dst[i]), int(record.send_us[i]))
+        for i in range(len(schedule))
+        if record.send_us[i] >= 0
+    ]
+    arrivals = [a for a in (decode_arrival(f.pe, f.frame, f.receive_us) for f in frames) if a is not None]
+    results = judge(sent, arrivals, ModelPaths(plan.tables))
+    accounting = account(results, plan.tables, drops, queue_drops, dead_now, network.switch_class.target_name)
+    channels = check_channels(results, plan.tables, model_channels(plan.tables), plan.acyclic)
+    crossing = crossings(results, plan.tables, plan.all_pairs)
+    timings["measure_s"] = time.monotonic() - mark
+    dead = [{"card": name, "detected_after_s": parts["deaths"].get(name)} for name in dead_now]
+    return RunOutcome(
+        plan=plan,
+        target=network.switch_class.target_name,
+        out_dir=Path(plan.settings.out or network.out_dir),
+        results=results,
+        accounting=accounting,
+        channels=channels,
+        crossings=crossing,
+        timings=timings,
+        injection=parts["injection"],
+        dead_cards=dead,
+        stray_probes=len(stray_arrivals(sent, arrivals)),
+        network_timings=dict(network.timings),
+        entries_installed=installed,
+        interrupted=parts["interrupted"],
+    )
+
+
+def _inject_and_drain(
+    plan: RunPlan, network, engine: TrafficEngine, say: Progress, show_bars: bool, timings: dict[str, float]
+) -> dict[str, Any]:
+    """Send the schedule (killing a card when asked), watch the cards' liveness, wait for the last probes."""
+    schedule = plan.schedule
+    deaths: dict[str, float] = {}
+    kill = plan.settings.kill
+    killed = False
+
+    def watch(elapsed: float) -> None:
+        nonlocal killed
+        if kill is not None and not killed and elapsed >= kill[1]:
+            network.kill_card(kill[0])
+            killed = True
+        for name in network.dead_cards():
+            if name not in deaths:
+                deaths[name] = round(elapsed, 3)
+                say(f"card {name} died {elapsed:.2f} s into the run; probes crossing it will be lost")
+
+    bar = ProgressBar("sending ", len(schedule), enabled=show_bars)
+
+    def sending(done: int, elapsed: float) -> bool:
+        watch(elapsed)
+        bar.update(done, f"received {engine.received_count()}")
+        return True
+
+    mark = time.monotonic()
+    record = engine.inject(schedule, plan.settings.size, tick=sending)
+    timings["inject_s"] = time.monotonic() - mark
+    bar.finish(record.sent, f"received {engine.received_count()}")
+    drain_bar = ProgressBar("receiving", record.sent, enabled=show_bars)
+
+    def draining(count: int, elapsed: float) -> bool:
+        watch(timings["inject_s"] + elapsed)
+        drain_bar.update(count)
+        return True
+
+    mark = time.monotonic()
+    if record.interrupted:
+        say(f"interrupted after {record.sent} probes: measuring what was sent, then tearing down")
+    try:
+        quiet, limit = (0.5, 2.0) if record.interrupted else (DRAIN_QUIET_S, DRAIN_LIMIT_S)
+        engine.wait_for(record.sent, quiet, limit, tick=draining)
+    except KeyboardInterrupt:
+        record.interrupted = True
+    timings["drain_s"] = time.monotonic() - mark
+    watch(timings["inject_s"] + timings["drain_s"])
+    drain_bar.finish(engine.received_count())
+    offered = len(schedule) / schedule.duration if schedule.duration > 0 else None
+    sending_s = (record.finished_us - record.started_us) / 1e6 if record.started_us else 0.0
+    injection = {
+        "probes_scheduled": len(schedule),
+        "probes_sent": record.sent,
+        "send_errors": len(record.errors),
+        "packets_per_host": plan.packets_per_host,
+        "rate_pps_per_host": plan.rate,
+        "offered_pps_total": round(offered, 1) if offered else None,
+        "achieved_send_pps_total": round(record.sent / sending_s, 1) if sending_s > 0 else None,
+        "late_probes": record.late_probes,
+        "late_threshold_s": LATE_THRESHOLD_S,
+        "max_lateness_s": round(record.max_late_s, 6),
+        "size_bytes": plan.settings.size,
+        "schedule_duration_s": round(schedule.duration, 3),
+    }
+    interrupted = f"interrupted after {record.sent} of {len(schedule)} probes" if record.interrupted else None
+    return {"record": record, "deaths": deaths, "injection": injection, "interrupted": interrupted}
+
+
+def queue_drop_counts(network) -> dict[str, int]:
+    """Per live card, queue tail drops and out-of-range priority drops (the target's side channel).
+
+    Empty for targets without the embedded side channel (bmv2 shows no queue drops).
+    """
+    if network.switch_class.target_name != "embedded":
+        return {}
+    from emulation.target.switch_control import request
+
+    counts = {}
+    for name, card in network.cards.items():
+        if not card.is_alive():
+            continue
+        try:
+            stats = request(card.thrift_port, {"cmd": "stats"}, timeout=2.0)
+        except OSError:
+            continue
+        counts[name] = sum(
+            queue["tail_drops"] for port in stats.get("ports", []) for queue in port.get("queues", [])
+        ) + sum(port.get("priority_out_of_range_drops", 0) for port in stats.get("ports", []))
+    return counts

@@ -1,0 +1,161 @@
+"""``twinnet run``: build a network, install routing, send probes, compare their paths with the model.
+
+    sudo twinnet run fattree --k 4 --n 2 --twin --routing destro --traffic all-to-all
+    sudo twinnet run ndt --dims 2x4x2 --routing ts-dor --traffic uniform --packets 200 --rate 200 --out out/r1
+    sudo twinnet run ndt --dims 4x4x4 --routing dort --traffic tornado --duration 10 --rate 50
+
+Everything is checked before anything starts (emulation.run.plan_run); the
+network is torn down at the end, on an error and on Ctrl-C; the last lines
+name the report (emulation.report). Exit status: 0 when every probe arrived
+along the model's path, 1 when some did not (the report says which), 2 on bad
+input or an environment problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from topologies.build import add_topology_arguments, topology_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Topology options and the run's options."""
+    from controller.analysis.traffic import PATTERNS
+    from controller.routing import ALGORITHMS
+    from emulation.run import DEFAULT_RATE_PPS, DEFAULT_SIZE
+
+    add_topology_arguments(parser)
+    run = parser.add_argument_group("run")
+    run.add_argument(
+        "--routing",
+        choices=sorted(ALGORITHMS),
+        type=str.lower,
+        help="routing algorithm (default: the first that routes the family: "
+        "destro for fattree, dort for ndt, dor for torus)",
+    )
+    run.add_argument(
+        "--traffic",
+        default="all-to-all",
+        metavar="PATTERN",
+        help=f"traffic pattern: {', '.join(PATTERNS)} (default all-to-all)",
+    )
+    run.add_argument(
+        "--packets",
+        type=int,
+        metavar="N",
+        help="probes each host sends (default: N-1 for all-to-all, i.e. every pair once; "
+        "rate x duration with --duration; else 20)",
+    )
+    run.add_argument("--duration", type=float, metavar="S", help="seconds of injection")
+    run.add_argument(
+        "--rate",
+        type=float,
+        metavar="PPS",
+        help=f"offered load per host, probes per second (default {DEFAULT_RATE_PPS:g})",
+    )
+    run.add_argument(
+        "--size",
+        type=int,
+        default=DEFAULT_SIZE,
+        metavar="BYTES",
+        help=f"probe frame size as the host sends it, Ethernet header included (default {DEFAULT_SIZE})",
+    )
+    run.add_argument(
+        "--target",
+        choices=("auto", "bmv2", "embedded"),
+        default="auto",
+        help="P4 switch: bmv2 (simple_switch_grpc + p4c), the embedded target, or auto "
+        "(bmv2 when both are on PATH)",
+    )
+    run.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="report and logs directory (default /tmp/twinnet/out/<run id>)",
+    )
+    run.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of random destinations (uniform, hotspot) and of random-permutation",
+    )
+    run.add_argument("--hotspot", type=int, metavar="PE", help="hotspot: the PE that attracts the traffic")
+    run.add_argument("--fraction", type=float, help="hotspot: share of each PE's traffic sent to the hotspot")
+    run.add_argument("--shift", type=int, help="bit-reverse-shift: the permutation's shift i")
+    run.add_argument(
+        "--kill",
+        metavar="CARD@S",
+        help="fault injection: kill card CARD's switch S seconds after injection starts",
+    )
+    run.add_argument("--no-pictures", action="store_true", help="write report.json and paths.csv only")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def settings_from_args(args: argparse.Namespace):
+    from emulation.run import RunInputError, RunSettings
+
+    options = {"seed": args.seed}
+    for name in ("hotspot", "fraction", "shift"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    kill = None
+    if args.kill:
+        card, _, seconds = args.kill.partition("@")
+        try:
+            kill = (card, float(seconds))
+        except ValueError:
+            raise RunInputError(f"--kill takes CARD@SECONDS, e.g. c3@1.5, got {args.kill!r}") from None
+    return RunSettings(
+        routing=args.routing,
+        traffic=args.traffic,
+        packets=args.packets,
+        duration=args.duration,
+        rate=args.rate,
+        size=args.size,
+        target=args.target,
+        out=args.out,
+        seed=args.seed,
+        kill=kill,
+        pattern_options=options,
+    )
+
+
+def _run_errors() -> tuple[type[BaseException], ...]:
+    from emulation.capacity import CapacityError
+    from emulation.card_access import CardAccessError
+    from emulation.network import NetworkError
+    from emulation.switches import SwitchError
+    from emulation.traffic import TrafficError
+
+    return (CapacityError, CardAccessError, NetworkError, SwitchError, TrafficError)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Plan (refusing bad input before anything starts), run, report; the network always goes away."""
+    from emulation.network import stderr_progress
+    from emulation.report import outcome_ok, summary_lines, write_report
+    from emulation.run import execute, plan_run
+
+    run_errors = _run_errors()
+    topology = topology_from_args(args)
+    plan = plan_run(topology, settings_from_args(args))
+    stderr_progress(
+        f"{len(plan.schedule)} probes: {plan.packets_per_host} per host at {plan.rate:g}/s, "
+        f"pattern {plan.traffic.name}, routing {plan.tables.algorithm}"
+        + (f"; memory {plan.memory_summary}" if plan.memory_summary else "")
+    )
+    try:
+        outcome = execute(plan, progress=stderr_progress, show_bars=not args.quiet)
+    except run_errors as error:  # the network is already torn down: a message, not a trace
+        print(f"twinnet run: error: {error}", file=sys.stderr)
+        return 2
+    files = write_report(outcome, pictures=not args.no_pictures)
+    for line in summary_lines(outcome, files):
+        print(line)
+    sys.stdout.flush()
+    if outcome.interrupted:
+        print(f"twinnet run: {outcome.interrupted}; the report covers the probes sent until then")
+        return 130
+    return 0 if outcome_ok(outcome) else 1

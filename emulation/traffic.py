@@ -1,0 +1,442 @@
+"""Probe traffic: one process injects and receives on every host through raw sockets in their namespaces.
+
+No Python interpreter runs per host. For each host, :func:`open_host_socket`
+enters the host's network namespace (``setns`` on ``/proc/<pid>/ns/net`` or an
+``ip netns`` path), opens an ``AF_PACKET`` socket for the twinnet EtherType
+bound to the host's interface, and returns to its own namespace: the socket
+stays bound to the host's interface. The :class:`TrafficEngine` then
+
+* sends every probe of a :class:`Schedule` at its time (paced by the clock, so
+  the offered load does not depend on CPU speed; a late send is sent at once
+  and its lateness recorded), writing the probe id and the send time
+  (:func:`emulation.packets.now_us`) into a pre-built frame per pair;
+* receives on all hosts in one thread (epoll), keeping each frame with its
+  kernel receive time (``SO_TIMESTAMPNS``, the clock ``send_time`` uses);
+  frames are decoded with :mod:`emulation.packets` afterwards, off the hot path.
+
+Schedules come from the traffic patterns of :mod:`controller.analysis.traffic`:
+every source PE sends ``packets_per_host`` probes at ``rate_pps``, to
+destinations drawn from the pattern's flows (random by weight for the
+randomised patterns, a smooth weighted round robin otherwise, so that
+all-to-all with N-1 probes per host sends each ordered pair exactly once).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from controller.analysis.traffic import Traffic
+from emulation.packets import ETHERTYPE_TWINNET, TIME_MODULUS, encode, now_us, probe
+
+CLONE_NEWNET = 0x40000000
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+PACKET_OUTGOING = 4
+SO_TIMESTAMPNS = 35
+SO_SNDBUFFORCE = 32
+SO_RCVBUFFORCE = 33
+#: Socket buffers of every host socket (SO_SNDBUFFORCE / SO_RCVBUFFORCE), bytes.
+SOCKET_BUFFER_BYTES = 4 << 20
+#: Patterns whose destinations are drawn at random by weight (the others take turns by weight).
+RANDOM_PATTERNS = frozenset({"uniform", "hotspot"})
+#: Smallest probe frame: Ethernet (14) + twinnet header (20) bytes.
+MIN_FRAME_BYTES = 34
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class TrafficError(RuntimeError):
+    """A host socket could not be opened, or traffic could not be sent."""
+
+
+# -- namespaces and sockets -----------------------------------------------------------------
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"setns: {os.strerror(error)}")
+
+
+def open_host_socket(netns: str, interface: str) -> socket.socket:
+    """An AF_PACKET socket for twinnet frames, bound to `interface` of namespace `netns` (a path).
+
+    Only this thread changes namespace, and it returns to its own before
+    returning (also on errors).
+    """
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        target = os.open(netns, os.O_RDONLY)
+    except OSError as error:
+        os.close(own)
+        raise TrafficError(f"cannot open network namespace {netns}: {error}") from error
+    try:
+        _setns(target)
+        try:
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETHERTYPE_TWINNET))
+            try:
+                sock.bind((interface, ETHERTYPE_TWINNET))
+                sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                for option in (SO_SNDBUFFORCE, SO_RCVBUFFORCE):
+                    sock.setsockopt(socket.SOL_SOCKET, option, SOCKET_BUFFER_BYTES)
+            except OSError:
+                sock.close()
+                raise
+        finally:
+            _setns(own)
+    except OSError as error:
+        raise TrafficError(f"cannot open a packet socket on {interface} in {netns}: {error}") from error
+    finally:
+        os.close(target)
+        os.close(own)
+    return sock
+
+
+@dataclass(frozen=True)
+class HostEndpoint:
+    """Where a PE's traffic enters and leaves: its namespace (path) and interface."""
+
+    pe: int
+    netns: str
+    interface: str
+
+
+def endpoints_of_network(network) -> list[HostEndpoint]:
+    """The endpoints of every host of a running :class:`~emulation.network.TwinnetNetwork`."""
+    return [HostEndpoint(host.pe, f"/proc/{host.pid}/ns/net", host.interface) for host in network.state.hosts]
+
+
+# -- frames ----------------------------------------------------------------------------------
+
+
+def _span(field_name: str, low: int, high: int) -> tuple[int, int]:
+    """(offset, length) of a probe field in the encoded frame, found by encoding two values."""
+    fixed = {"probe_id": 0, "send_time": 0}
+    a = encode(probe(0, 1, **{**fixed, field_name: low}))
+    b = encode(probe(0, 1, **{**fixed, field_name: high}))
+    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    return differ[0], differ[-1] - differ[0] + 1
+
+
+PROBE_ID_SPAN = _span("probe_id", 0, 0xFFFFFFFF)
+SEND_TIME_SPAN = _span("send_time", 0, TIME_MODULUS - 1)
+
+
+def probe_frame(src: int, dst: int, size: int) -> bytearray:
+    """A probe frame from `src` to `dst` of `size` bytes (padded payload), probe id and send time zero."""
+    bare = len(encode(probe(src, dst, probe_id=0, send_time=0)))
+    if size < bare:
+        raise ValueError(f"a probe frame needs at least {bare} bytes, asked for {size}")
+    return bytearray(encode(probe(src, dst, probe_id=0, send_time=0, payload=bytes(size - bare))))
+
+
+def stamp(frame: bytearray, probe_id: int, send_time: int) -> None:
+    """Write the probe id and the send time into a pre-built probe frame."""
+    offset, length = PROBE_ID_SPAN
+    frame[offset : offset + length] = probe_id.to_bytes(length, "big")
+    offset, length = SEND_TIME_SPAN
+    frame[offset : offset + length] = send_time.to_bytes(length, "big")
+
+
+# -- schedules -------------------------------------------------------------------------------
+
+
+@dataclass
+class Schedule:
+    """Probes to send, sorted by time: probe i goes from ``src[i]`` to ``dst[i]`` at ``at[i]`` s after start.
+
+    Probe ids are ``first_id + i``.
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    at: np.ndarray
+    first_id: int = 1
+
+    def __len__(self) -> int:
+        return int(self.src.size)
+
+    @property
+    def duration(self) -> float:
+        return float(self.at[-1]) if len(self) else 0.0
+
+    def probe_id(self, index: int) -> int:
+        return self.first_id + index
+
+
+def destinations(traffic: Traffic, src: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """`count` destinations for source `src` following the pattern's flows and weights."""
+    mine = traffic.src == src
+    dsts, weights = traffic.dst[mine], traffic.weight[mine]
+    if dsts.size == 0 or count == 0:
+        return np.zeros(0, dtype=np.int64)
+    weights = weights / weights.sum()
+    if traffic.name in RANDOM_PATTERNS:
+        return rng.choice(dsts, size=count, p=weights)
+    # smooth weighted round robin: at each step the flow furthest behind its share sends
+    credit = np.zeros(dsts.size)
+    chosen = np.empty(count, dtype=np.int64)
+    for step in range(count):
+        credit += weights
+        best = int(np.argmax(credit))
+        chosen[step] = dsts[best]
+        credit[best] -= 1.0
+    return chosen
+
+
+def make_schedule(
+    traffic: Traffic, num_pes: int, packets_per_host: int, rate_pps: float, seed: int = 0, first_id: int = 1
+) -> Schedule:
+    """Every source of the pattern sends `packets_per_host` probes at `rate_pps`, hosts staggered evenly."""
+    if rate_pps <= 0:
+        raise ValueError(f"rate must be positive, got {rate_pps}")
+    rng = np.random.default_rng(seed)
+    sources = np.unique(traffic.src)
+    srcs, dsts, times = [], [], []
+    for order, src in enumerate(sources.tolist()):
+        chosen = destinations(traffic, src, packets_per_host, rng)
+        offset = order / (rate_pps * max(1, sources.size))
+        srcs.append(np.full(chosen.size, src, dtype=np.int64))
+        dsts.append(chosen)
+        times.append(offset + np.arange(chosen.size) / rate_pps)
+    if not srcs:
+        empty = np.zeros(0, dtype=np.int64)
+        return Schedule(empty, empty, np.zeros(0), first_id)
+    src, dst, at = np.concatenate(srcs), np.concatenate(dsts), np.concatenate(times)
+    order = np.argsort(at, kind="stable")
+    return Schedule(src[order], dst[order], at[order], first_id)
+
+
+# -- the engine ------------------------------------------------------------------------------
+
+
+@dataclass
+class Received:
+    """A frame a host received, with the kernel's receive time (us, the clock of ``send_time``)."""
+
+    pe: int
+    frame: bytes
+    receive_us: int
+
+
+@dataclass
+class SendRecord:
+    """What was sent: per probe its send time (us); when sending started and ended (us); pacing lateness."""
+
+    send_us: np.ndarray
+    started_us: int = 0
+    finished_us: int = 0
+    max_late_s: float = 0.0
+    late_probes: int = 0
+    errors: dict[int, str] = field(default_factory=dict)
+    interrupted: bool = False
+
+    @property
+    def sent(self) -> int:
+        return int(np.count_nonzero(self.send_us >= 0))
+
+
+#: A probe counts as late when sent more than this after its time, s.
+LATE_THRESHOLD_S = 0.005
+
+
+class TrafficEngine:
+    """Sockets on every host, a receiver thread, and paced injection (see the module doc).
+
+    Use as a context manager; :meth:`inject` sends a schedule, :meth:`wait_for`
+    waits for the probes to arrive (or the network to go quiet), :meth:`take_received`
+    hands over what arrived.
+    """
+
+    def __init__(self, endpoints: Sequence[HostEndpoint]) -> None:
+        self.endpoints = {endpoint.pe: endpoint for endpoint in endpoints}
+        self.sockets: dict[int, socket.socket] = {}
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._wake_r, self._wake_w = os.pipe()
+        self.receiver_error: BaseException | None = None
+
+    # -- life cycle --
+
+    def open(self) -> TrafficEngine:
+        try:
+            for pe, endpoint in self.endpoints.items():
+                self.sockets[pe] = open_host_socket(endpoint.netns, endpoint.interface)
+        except BaseException:
+            self.close()
+            raise
+        self._thread = threading.Thread(target=self._receive_loop, name="twinnet-receiver", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._wake_w >= 0:
+            os.write(self._wake_w, b"x")
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        for sock in self.sockets.values():
+            sock.close()
+        self.sockets.clear()
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                os.close(fd)
+        self._wake_r = self._wake_w = -1
+
+    def __enter__(self) -> TrafficEngine:
+        return self.open()
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # -- receiving --
+
+    def _receive_loop(self) -> None:
+        poller = select.epoll()
+        by_fd = {sock.fileno(): (pe, sock) for pe, sock in self.sockets.items()}
+        for fd in by_fd:
+            poller.register(fd, select.EPOLLIN)
+        poller.register(self._wake_r, select.EPOLLIN)
+        ancillary = socket.CMSG_SPACE(16)
+        try:
+            while not self._stop.is_set():
+                for fd, _events in poller.poll(0.5):
+                    if fd == self._wake_r:
+                        continue
+                    pe, sock = by_fd[fd]
+                    while True:
+                        try:
+                            frame, cmsgs, _flags, address = sock.recvmsg(
+                                65536, ancillary, socket.MSG_DONTWAIT
+                            )
+                        except BlockingIOError:
+                            break
+                        if address[2] == PACKET_OUTGOING:
+                            continue
+                        receive_us = _timestamp_us(cmsgs)
+                        with self._lock:
+                            self.received.append(Received(pe, frame, receive_us))
+        except BaseException as error:  # surfaced by run(): a dead receiver must not look like lost probes
+            self.receiver_error = error
+        finally:
+            poller.close()
+
+    def take_received(self) -> list[Received]:
+        """The frames received so far (and forget them)."""
+        with self._lock:
+            taken, self.received = self.received, []
+        return taken
+
+    def received_count(self) -> int:
+        with self._lock:
+            return len(self.received)
+
+    # -- sending --
+
+    def send_frame(self, pe: int, frame: bytes) -> None:
+        """Send one frame from PE `pe`'s interface."""
+        self.sockets[pe].send(frame)
+
+    def inject(
+        self,
+        schedule: Schedule,
+        size: int,
+        tick: Callable[[int, float], bool] | None = None,
+        tick_every: float = 0.2,
+    ) -> SendRecord:
+        """Send every probe of `schedule` at its time; `tick(sent, elapsed)` returning False stops early.
+
+        Ctrl-C (KeyboardInterrupt) stops sending too: the record says so and
+        holds what was sent until then.
+        """
+        record = SendRecord(np.full(len(schedule), -1, dtype=np.int64))
+        try:
+            self._send(schedule, size, record, tick, tick_every)
+        except KeyboardInterrupt:
+            record.interrupted = True
+        record.finished_us = now_us()
+        return record
+
+    def _send(
+        self,
+        schedule: Schedule,
+        size: int,
+        record: SendRecord,
+        tick: Callable[[int, float], bool] | None,
+        tick_every: float,
+    ) -> None:
+        src, dst, at = schedule.src.tolist(), schedule.dst.tolist(), schedule.at.tolist()
+        frames = {pair: probe_frame(pair[0], pair[1], size) for pair in set(zip(src, dst, strict=True))}
+        start = time.monotonic()
+        record.started_us = now_us()
+        next_tick = start + tick_every
+        for index in range(len(schedule)):
+            due = start + at[index]
+            while True:
+                now = time.monotonic()
+                if tick is not None and now >= next_tick:
+                    next_tick = now + tick_every
+                    if not tick(index, now - start):
+                        return
+                if now >= due:
+                    break
+                time.sleep(min(due, next_tick) - now if tick is not None else due - now)
+            late = now - due
+            if late > LATE_THRESHOLD_S:
+                record.late_probes += 1
+            record.max_late_s = max(record.max_late_s, late)
+            frame = frames[src[index], dst[index]]
+            sent_at = now_us()
+            stamp(frame, schedule.probe_id(index), sent_at)
+            try:
+                self.sockets[src[index]].send(frame)
+            except OSError as error:
+                record.errors[schedule.probe_id(index)] = str(error)
+                continue
+            record.send_us[index] = sent_at
+
+    def wait_for(
+        self,
+        expected: int,
+        quiet_s: float,
+        limit_s: float,
+        tick: Callable[[int, float], bool] | None = None,
+    ) -> float:
+        """Wait until `expected` frames arrived, none came for `quiet_s` or `limit_s` passed; seconds."""
+        start = last_change = time.monotonic()
+        count = self.received_count()
+        while True:
+            if self.receiver_error is not None:
+                raise TrafficError(f"the receiver stopped: {self.receiver_error}")
+            now = time.monotonic()
+            current = self.received_count()
+            if current != count:
+                count, last_change = current, now
+            if count >= expected or now - last_change >= quiet_s or now - start >= limit_s:
+                return now - start
+            if tick is not None and not tick(count, now - start):
+                return now - start
+            time.sleep(0.05)
+
+
+def _timestamp_us(cmsgs: list[tuple[int, int, bytes]]) -> int:
+    """The kernel receive time of a frame (us since the epoch mod 2^48), or now if the kernel gave none."""
+    for level, kind, data in cmsgs:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+            seconds, nanoseconds = struct.unpack("qq", data[:16])
+            return (seconds * 1_000_000 + nanoseconds // 1000) % TIME_MODULUS
+    return now_us()

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Time the controller installing full routing tables onto running embedded cards.
+
+    .venv/bin/python scripts/bench_install.py              # 3DT 4x4x4 DORT, twin 4-ary 3-tree DESTRO
+    .venv/bin/python scripts/bench_install.py --case ndt-4x4x4-dort --batch-size 1000
+
+For each case it starts one ``twinnet-switch`` process per card (the embedded
+target, started with the card program, without data-plane interfaces: the
+control plane is what is measured; no root needed), waits until all serve
+P4Runtime, then times, end to end, a full install (connect, read back, write
+every entry, over gRPC on loopback) and a verify (read everything back and
+compare). It prints entries/s and seconds, and stops the processes it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from controller.compile import compile_card_program  # noqa: E402
+from controller.install import TwinController  # noqa: E402
+from controller.p4runtime_conn import CardEndpoint  # noqa: E402
+from controller.routing import compute_tables  # noqa: E402
+from controller.twins import plan_cards  # noqa: E402
+from topologies.build import build_topology  # noqa: E402
+
+#: case -> (topology, algorithm installed first, algorithm switched to live afterwards or None)
+CASES = {
+    "ndt-4x4x4-dort": (lambda: build_topology("ndt", dims="4x4x4", config="cbest"), "dort", "ts-dor"),
+    "twin-4-ary-3-tree-destro": (lambda: build_topology("fattree", k=4, n=3, twin=True), "destro", None),
+}
+SWITCH = [sys.executable, "-m", "emulation.target.switch_cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_switches(
+    cards: list[tuple[str, int]], program: Path, log_dir: Path, wave: int = 8, timeout: float = 120.0
+) -> tuple[list, list[CardEndpoint]]:
+    """One switch process per (name, card id), on free loopback ports, `wave` at a time (each wave waits
+    until its switches serve P4Runtime, so that the machine's cores are not swamped by start-ups);
+    returns processes and endpoints."""
+    processes: list = []
+    endpoints: list[CardEndpoint] = []
+    try:
+        for first in range(0, len(cards), wave):
+            started = _start(cards[first : first + wave], program, log_dir)
+            processes += [process for process, _ in started]
+            endpoints += [endpoint for _, endpoint in started]
+            wait_ready([endpoint for _, endpoint in started], timeout, [process for process, _ in started])
+    except BaseException:
+        stop_switches(processes)
+        raise
+    return processes, endpoints
+
+
+def _start(cards: list[tuple[str, int]], program: Path, log_dir: Path) -> list:
+    started = []
+    for name, card_id in cards:
+        port = free_port()
+        command = [
+            *SWITCH,
+            "--device-id",
+            str(card_id),
+            "--no-side-channel",
+            str(program),
+            "--",
+            "--grpc-server-addr",
+            f"127.0.0.1:{port}",
+            "--priority-queues",
+            "8",
+        ]
+        log = open(log_dir / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
+        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        started.append(((process, log), CardEndpoint(name, card_id, card_id, f"127.0.0.1:{port}")))
+    return started
+
+
+def wait_ready(endpoints: list[CardEndpoint], timeout: float, processes: list) -> None:
+    deadline = time.monotonic() + timeout
+    for endpoint, (process, log) in zip(endpoints, processes, strict=True):
+        host, port = endpoint.grpc_address.rsplit(":", 1)
+        while True:
+            try:
+                socket.create_connection((host, int(port)), timeout=0.5).close()
+                break
+            except OSError:
+                if process.poll() is not None:
+                    raise RuntimeError(
+                        f"{endpoint.name} ended (exit {process.returncode}); see {log.name}"
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{endpoint.name} did not open {endpoint.grpc_address}") from None
+                time.sleep(0.1)
+
+
+def stop_switches(processes: list) -> None:
+    for process, _log in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process, log in processes:
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def run_case(name: str, batch_size: int, workers: int) -> dict:
+    build, algorithm, switch_to = CASES[name]
+    topology = build()
+    tables = compute_tables(topology, algorithm)
+    program = compile_card_program(REPO / "p4src" / "card.p4", "embedded")
+    plans = plan_cards(topology, tables)
+    entries = sum(len(plan.entries) + 1 for plan in plans.values())
+    cards = sorted((card.name, card.card_id) for card in topology.cards.values())
+    with tempfile.TemporaryDirectory(prefix="twinnet-bench-") as logs:
+        started = time.monotonic()
+        processes, endpoints = start_switches(cards, program.source, Path(logs))
+        try:
+            boot = time.monotonic() - started
+            begin, cpu = time.monotonic(), time.process_time()
+            with TwinController(endpoints, program, batch_size=batch_size, workers=workers) as controller:
+                report = controller.apply(plans, label=f"install {algorithm}")
+                installed = time.monotonic() - begin
+                controller_cpu = time.process_time() - cpu
+                report.raise_for_errors()
+                verify_start = time.monotonic()
+                verified = controller.verify_plans(plans)
+                verify_seconds = time.monotonic() - verify_start
+                if not verified.ok:
+                    raise SystemExit(f"verify found differences: {verified.summary()}")
+                live = None
+                if switch_to:  # re-install another algorithm on the running cards: read back, write the diff
+                    other = compute_tables(topology, switch_to)
+                    live_start = time.monotonic()
+                    switched = controller.reinstall(topology, other)
+                    live = (switch_to, time.monotonic() - live_start, switched.written)
+                    switched.raise_for_errors()
+                    if not controller.verify(topology, other).ok:
+                        raise SystemExit(f"after switching to {switch_to}, the cards differ from the model")
+        finally:
+            stop_switches(processes)
+    return {
+        "case": name,
+        "cards": len(cards),
+        "entries": entries,
+        "route_entries": len(tables),
+        "switch_start_s": boot,
+        "install_s": installed,
+        "entries_per_s": entries / installed,
+        "controller_cpu_s": controller_cpu,
+        "verify_s": verify_seconds,
+        "verified_per_s": entries / verify_seconds,
+        "live": live,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", choices=sorted(CASES), action="append")
+    parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--workers", type=int, default=16)
+    args = parser.parse_args()
+    print(
+        f"machine: {os.cpu_count()} CPUs; {args.batch_size} updates per WriteRequest, {args.workers} workers"
+    )
+    for name in args.case or list(CASES):
+        figures = run_case(name, args.batch_size, args.workers)
+        print(
+            f"{figures['case']}: {figures['cards']} cards, {figures['entries']} entries "
+            f"({figures['route_entries']} route entries); switches up in {figures['switch_start_s']:.1f} s; "
+            f"install {figures['install_s']:.2f} s end to end = {figures['entries_per_s']:.0f} entries/s "
+            f"(controller CPU {figures['controller_cpu_s']:.1f} s); "
+            f"read back and verify {figures['verify_s']:.2f} s = {figures['verified_per_s']:.0f} entries/s",
+            flush=True,
+        )
+        if figures["live"]:
+            algorithm, seconds, written = figures["live"]
+            print(
+                f"  live switch to {algorithm}: {written} updates (read back, diff, write) in {seconds:.2f} s"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""``twinnet run`` on a twin 4-ary 2-tree with DESTRO, on the embedded target; one network for the module.
+
+All pairs: every probe arrives along the model's path; crossings equal the
+analysis's. ping and iperf between hosts across twin switches. Last, a card is
+killed mid-run: the run names it and the probes it took, and the network is torn
+down leaving nothing behind.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from network_checks import leftovers
+from run_checks import check_all_pairs, run
+
+from emulation.measure import EQUAL, LOST
+from emulation.network import TwinnetNetwork, build_network
+from emulation.report import write_report
+from emulation.state import read_current_state
+from topologies.build import build_topology
+
+pytestmark = pytest.mark.root
+
+
+@pytest.fixture(scope="module")
+def topology():
+    return build_topology("fattree", k=4, n=2, twin=True)
+
+
+@pytest.fixture(scope="module")
+def network(topology, tmp_path_factory) -> TwinnetNetwork:
+    built = build_network(
+        topology, target="embedded", out_dir=tmp_path_factory.mktemp("fattree"), lock_timeout=900
+    )
+    try:
+        yield built
+    finally:
+        built.stop()
+
+
+def test_all_pairs_follow_destro_hop_by_hop(network, topology, tmp_path) -> None:
+    outcome = run(network, topology, tmp_path, routing="destro", traffic="all-to-all")
+    check_all_pairs(outcome)
+    files = write_report(outcome)
+    assert all(path.exists() for path in files.values())
+
+
+def test_ping_and_iperf_cross_twin_switches(network, topology) -> None:
+    # h0 and h15 hang off different leaf twins: their packets cross a root twin
+    run(network, topology, None, routing="destro", traffic="bit-reversal", packets=1)  # tables in place
+    sender, receiver = network.host(0), network.host(15)
+    output = sender.cmd(f"ping -c 3 -i 0.2 -W 2 {receiver.IP()}")
+    assert re.search(r"3 packets transmitted, 3 received", output), output
+    server = receiver.popen(["iperf", "-s", "-p", "5001"])
+    try:
+        time.sleep(0.5)
+        output = sender.cmd(f"iperf -c {receiver.IP()} -p 5001 -t 2 -y C")
+    finally:
+        server.kill()
+        server.wait()
+    fields = output.strip().splitlines()[-1].split(",")
+    assert int(fields[-1]) > 0, output  # bits per second measured by iperf
+
+
+def test_a_card_killed_mid_run_is_reported_with_its_lost_probes(network, topology, tmp_path) -> None:
+    victim = "c8"  # card alpha of the first root twin
+    state = read_current_state()
+    outcome = run(
+        network, topology, tmp_path, routing="destro", traffic="all-to-all", rate=10.0, kill=(victim, 0.5)
+    )
+    assert [entry["card"] for entry in outcome.dead_cards] == [victim]
+    assert outcome.dead_cards[0]["detected_after_s"] is not None
+    lost = [r for r in outcome.results if r.verdict == LOST]
+    assert lost, "probes crossing the dead card after its death are lost"
+    names = outcome.plan.tables.network.card_names
+    for result in lost:
+        assert result.cause == f"card {victim} died"
+        assert victim in [names[hop.card_id] for hop in result.model.hops]
+    assert all(r.verdict == EQUAL for r in outcome.results if r.verdict != LOST)
+    accounting = outcome.accounting.to_json()
+    assert accounting["all_accounted"] and accounting["loss_causes"] == {f"card {victim} died": len(lost)}
+    assert outcome.accounting.dead_cards == [victim]
+    # and the network still goes away cleanly
+    interfaces = [name for card in state.cards for name in card.interfaces]
+    pids = [card.pid for card in state.cards] + [host.pid for host in state.hosts]
+    network.stop()
+    assert leftovers(state.run_id, interfaces, pids) == []

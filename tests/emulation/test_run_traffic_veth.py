@@ -1,0 +1,94 @@
+"""The injector/receiver on veth pairs in namespaces of its own (names start with ``ttr``), no cards.
+
+Three namespaces stand for hosts: A and B joined by one veth pair, C alone.
+One TrafficEngine opens a socket in each namespace (setns) from this process.
+A probe from A arrives at B untouched (no card adds a trace), so what the
+receiver keeps is exactly what the injector sent; C must see nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from controller.analysis.traffic import Traffic
+from emulation.measure import decode_arrival
+from emulation.traffic import HostEndpoint, Schedule, TrafficEngine, make_schedule
+
+pytestmark = pytest.mark.root
+
+
+def run(*command: str) -> None:
+    subprocess.run(command, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    """Namespaces ttr<pid>a, b, c; A-B joined by a veth pair (eth0 both ends); C: eth0 to its eth1."""
+    prefix = f"ttr{os.getpid() % 100000}"
+    names = {pe: f"{prefix}{letter}" for pe, letter in enumerate("abc")}
+    created = []
+    try:
+        for name in names.values():
+            run("ip", "netns", "add", name)
+            created.append(name)
+        run("ip", "link", "add", f"{prefix}x", "type", "veth", "peer", "name", f"{prefix}y")
+        run("ip", "link", "set", f"{prefix}x", "netns", names[0])
+        run("ip", "link", "set", f"{prefix}y", "netns", names[1])
+        for pe, old in ((0, f"{prefix}x"), (1, f"{prefix}y")):
+            run("ip", "-n", names[pe], "link", "set", old, "name", "eth0")
+        run("ip", "-n", names[2], "link", "add", "eth0", "type", "veth", "peer", "name", "eth1")
+        for name in names.values():
+            run("ip", "netns", "exec", name, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1")
+            run("ip", "-n", name, "link", "set", "eth0", "up")
+        yield [HostEndpoint(pe, f"/run/netns/{name}", "eth0") for pe, name in names.items()]
+    finally:
+        for name in created:
+            subprocess.run(("ip", "netns", "del", name), capture_output=True)
+
+
+def one_way(src: int, dst: int, count: int, rate: float) -> Schedule:
+    traffic = Traffic("pair", np.array([src]), np.array([dst]), np.ones(1))
+    return make_schedule(traffic, 3, count, rate)
+
+
+def test_sockets_stay_in_their_namespaces(hosts) -> None:
+    own = os.stat("/proc/thread-self/ns/net").st_ino
+    with TrafficEngine(hosts) as engine:
+        assert os.stat("/proc/thread-self/ns/net").st_ino == own
+        assert set(engine.sockets) == {0, 1, 2}
+
+
+def test_probes_arrive_paced_by_the_clock_with_their_ids_and_times(hosts) -> None:
+    schedule = one_way(0, 1, 200, rate=400.0)
+    with TrafficEngine(hosts) as engine:
+        started = time.monotonic()
+        record = engine.inject(schedule, size=128)
+        took = time.monotonic() - started
+        engine.wait_for(len(schedule), quiet_s=0.5, limit_s=5)
+        frames = engine.take_received()
+    assert record.sent == 200 and not record.errors
+    # paced: 200 probes at 400/s take ~0.5 s whatever the CPU
+    assert schedule.duration == pytest.approx(199 / 400)
+    assert schedule.duration <= took < schedule.duration + 0.5
+    assert {frame.pe for frame in frames} == {1}, "only B receives; A does not see its own frames"
+    arrivals = [decode_arrival(frame.pe, frame.frame, frame.receive_us) for frame in frames]
+    assert sorted(a.probe_id for a in arrivals) == [schedule.probe_id(i) for i in range(200)]
+    by_id = {a.probe_id: a for a in arrivals}
+    for index in range(200):
+        arrival = by_id[schedule.probe_id(index)]
+        assert (arrival.src, arrival.dst, arrival.hops) == (0, 1, ())
+        assert arrival.send_us == record.send_us[index]
+        assert 0 <= arrival.receive_us - arrival.send_us < 200_000
+    assert all(len(frame.frame) == 128 for frame in frames)
+
+
+def test_a_tick_can_stop_injection(hosts) -> None:
+    schedule = one_way(1, 0, 1000, rate=1000.0)
+    with TrafficEngine(hosts) as engine:
+        record = engine.inject(schedule, size=64, tick=lambda sent, elapsed: elapsed < 0.2, tick_every=0.05)
+    assert 100 <= record.sent < 500
