@@ -111,6 +111,12 @@ def cache_dir() -> Path:
     return Path(os.environ.get("TWINNET_CACHE", Path.home() / ".cache" / "twinnet"))
 
 
+def p4c_outputs(source: Path, out_dir: Path) -> tuple[Path, Path]:
+    """Where p4c_command's compile leaves bmv2's JSON and the P4Info (text format, ``.txt``:
+    p4c picks the P4Info format from the suffix and knows .txt, .bin and .json)."""
+    return out_dir / f"{source.stem}.json", out_dir / f"{source.stem}.p4info.txt"
+
+
 def p4c_command(
     source: Path,
     out_dir: Path,
@@ -125,7 +131,7 @@ def p4c_command(
         "--arch",
         "v1model",
         "--p4runtime-files",
-        str(out_dir / f"{source.stem}.p4info.txtpb"),
+        str(p4c_outputs(source, out_dir)[1]),
         "-o",
         str(out_dir),
     ]
@@ -143,8 +149,7 @@ def _compile_bmv2(
             "p4c is not on PATH: the bmv2 target needs it (use the embedded target, or the VM)"
         )
     out_dir = cache_dir() / "p4c" / key
-    p4info_path = out_dir / f"{source.stem}.p4info.txtpb"
-    json_path = out_dir / f"{source.stem}.json"
+    json_path, p4info_path = p4c_outputs(source, out_dir)
     if not (p4info_path.is_file() and json_path.is_file()):
         out_dir.mkdir(parents=True, exist_ok=True)
         result = subprocess.run(

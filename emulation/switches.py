@@ -316,27 +316,17 @@ class BMv2Switch(P4CardSwitch):
             return PreparedProgram(program, program, p4info)
         if program.suffix != ".p4":
             raise SwitchError(f"bmv2 takes a P4_16 source (.p4) or p4c's JSON (.json), got {program}")
+        from controller.compile import p4c_command, p4c_outputs
+
         build = out_dir / "p4c"
         build.mkdir(parents=True, exist_ok=True)
-        p4info = build / f"{program.stem}.p4info.txt"
-        command = [
-            "p4c",
-            "--target",
-            "bmv2",
-            "--arch",
-            "v1model",
-            "--p4runtime-files",
-            str(p4info),
-            "-o",
-            str(build),
-            str(program),
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        result = subprocess.run(p4c_command(program, build), capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise SwitchError(
                 f"p4c cannot compile {program}:\n{result.stderr.strip() or result.stdout.strip()}"
             )
-        return PreparedProgram(program, build / f"{program.stem}.json", p4info)
+        json_path, p4info = p4c_outputs(program, build)
+        return PreparedProgram(program, json_path, p4info)
 
     def command_line(self) -> list[str]:
         command = ["simple_switch_grpc", "--device-id", str(self.device_id)]

@@ -113,7 +113,7 @@ def test_the_embedded_compile_step_is_cached_and_sends_the_source() -> None:
 def test_the_bmv2_compile_step_runs_p4c() -> None:
     command = p4c_command(Path("/src/card.p4"), Path("/out"), {"TW_MAX_TRACE": 30}, ["/inc"])
     assert command[:5] == ["p4c", "--target", "bmv2", "--arch", "v1model"]
-    assert command[command.index("--p4runtime-files") + 1] == "/out/card.p4info.txtpb"
+    assert command[command.index("--p4runtime-files") + 1] == "/out/card.p4info.txt"
     assert "-DTW_MAX_TRACE=30" in command and "-I/inc" in command and command[-1] == "/src/card.p4"
     if shutil.which("p4c") is None:
         with pytest.raises(CompileError, match="p4c is not on PATH"):
