@@ -11,7 +11,8 @@ interface's tx_packets counter), measured after a warm-up, and also per CPU-seco
 the forwarding process (a figure that other load on the machine does not lower), for:
 
 1. a bare Python AF_PACKET forwarder (the same I/O method as the switch: non-blocking
-   raw sockets, poll, a batch of recv, send): the ceiling of this I/O path;
+   raw sockets, poll, then a batch of up to 64 recv, then a send for each frame of the
+   batch): the ceiling of this I/O path;
 2. the switch, running the card program p4src/card.p4 on the language core, with a
    route entry for the generator's twinnet frames (1 table hit in host_in, route and
    vc_queue each, a trace entry appended in egress) -- or, while the language core
@@ -116,11 +117,13 @@ poller.register(rx.fileno(), select.POLLIN)
 recv, send = rx.recv, tx.send
 while True:
     poller.poll(1000)
+    batch = []
     for _ in range(64):
         try:
-            frame = recv(65535)
+            batch.append(recv(65535))
         except BlockingIOError:
             break
+    for frame in batch:
         try:
             send(frame)
         except OSError:
@@ -412,7 +415,8 @@ def main() -> int:
     ).stdout.strip()
     print(
         f"protobuf: switch {implementation}, benchmark client {api_implementation.Type()}; "
-        f"cores: {os.cpu_count()}"
+        f"cores: {os.cpu_count()}; load average {', '.join(f'{v:.1f}' for v in os.getloadavg())} "
+        "(1, 5, 15 min; other processes lower the frames/s figures, less the per CPU-second ones)"
     )
     tear_down()
     set_up()

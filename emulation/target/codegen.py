@@ -163,6 +163,7 @@ class CodeGenerator(Frontend):
         self.model.metadata_class = self.class_name(types[2])
         self.model.standard_metadata_class = self.class_name(types[3])
         self.gen_drivers()
+        self.code.lines = hoist_stack_element_writes(self.code.lines)
         return self.code.text(), self.model
 
     def gen_drivers(self) -> None:
@@ -1417,7 +1418,9 @@ class CodeGenerator(Frontend):
             c.add(indent, f"_h = {target.src}")
             c.add(indent, f"if _h._v: out.append({self.pack_expression(t, '_h')})")
         elif isinstance(t, StackT):
-            c.add(indent, f"for _h in {target.src}.items:")
+            # stored() leaves out the shared blank elements (never valid) without a Python-level
+            # test per element: a deep stack that holds a few headers costs a few iterations
+            c.add(indent, f"for _h in {target.src}.stored():")
             c.add(indent + 1, f"if _h._v: out.append({self.pack_expression(t.element, '_h')})")
         elif isinstance(t, StructLikeT) and t.kind == "struct":
             for fname, ftype in t.fields:
@@ -1618,6 +1621,52 @@ class Chunk:
     width: int
     codes: list[str]
     fields: list[tuple[str, P4Type, int, int]]
+
+
+_STACK_ELEMENT_WRITE = re.compile(
+    r"^(?P<indent> *)(?P<element>[A-Za-z_][\w.]*\.w\(\d+\))\.(?P<field>\w+) = (?P<value>.+)$"
+)
+_CALL_OR_ELEMENT = re.compile(r"[\w)\]]\s*\(|\.w\(")
+
+
+def hoist_stack_element_writes(lines: list[str]) -> list[str]:
+    """Fetch a header stack element once for a run of writes to its fields.
+
+    An action that fills a stack element (``hdr.trace[0].x = ...; hdr.trace[0].y = ...``)
+    is generated as one ``stack.w(0)`` method call per field. In a run of consecutive
+    plain assignments at the same indentation to fields of the same element with a
+    constant index, nothing can move the stack's elements between the writes as long as
+    no right-hand side calls anything (calls could push, pop or assign the stack), so
+    the run becomes ``_elemN = stack.w(0)`` followed by ``_elemN.x = ...``. Evaluating
+    ``w(0)`` before the first value instead of after it changes nothing either: a value
+    that reads the element sees its default field values whether it is the shared blank
+    or the fresh element ``w`` puts in its place.
+    """
+    result: list[str] = []
+    names = itertools.count()
+    index = 0
+    while index < len(lines):
+        first = _STACK_ELEMENT_WRITE.match(lines[index])
+        end = index + 1
+        while first is not None and end < len(lines):
+            following = _STACK_ELEMENT_WRITE.match(lines[end])
+            if (
+                following is None
+                or following["indent"] != first["indent"]
+                or following["element"] != first["element"]
+            ):
+                break
+            end += 1
+        run = [_STACK_ELEMENT_WRITE.match(line) for line in lines[index:end]]
+        if first is None or len(run) < 2 or any(_CALL_OR_ELEMENT.search(m["value"]) for m in run):
+            result.append(lines[index])
+            index += 1
+            continue
+        name = f"_elem{next(names)}"
+        result.append(f"{first['indent']}{name} = {first['element']}")
+        result.extend(f"{m['indent']}{name}.{m['field']} = {m['value']}" for m in run)
+        index = end
+    return result
 
 
 def header_chunks(t: StructLikeT) -> list[Chunk]:

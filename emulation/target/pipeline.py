@@ -21,10 +21,17 @@ _MASK19 = (1 << 19) - 1
 class IngressResult:
     """Outcome of the ingress half of the pipeline; `state` carries the packet to egress."""
 
-    __slots__ = ("dropped", "egress_spec", "priority", "packet_length", "mcast_grp", "state")
+    __slots__ = ("dropped", "egress_spec", "priority", "packet_length", "mcast_grp", "state", "parser_error")
 
     def __init__(
-        self, dropped: bool, egress_spec: int, priority: int, packet_length: int, mcast_grp: int, state: Any
+        self,
+        dropped: bool,
+        egress_spec: int,
+        priority: int,
+        packet_length: int,
+        mcast_grp: int,
+        state: Any,
+        parser_error: int = 0,
     ) -> None:
         """Keep the ingress outcome and the packet state for egress."""
         self.dropped = dropped
@@ -33,6 +40,7 @@ class IngressResult:
         self.packet_length = packet_length
         self.mcast_grp = mcast_grp
         self.state = state
+        self.parser_error = parser_error  # standard_metadata.parser_error (0: none), for the switch's counter
 
     def copy(self) -> IngressResult:
         """An independent copy (headers, metadata, standard metadata), e.g. one per multicast replica."""
@@ -41,7 +49,13 @@ class IngressResult:
         hdr, meta, sm, payload = self.state
         state = (hdr.copy(), meta.copy(), sm.copy(), payload)
         return IngressResult(
-            self.dropped, self.egress_spec, self.priority, self.packet_length, self.mcast_grp, state
+            self.dropped,
+            self.egress_spec,
+            self.priority,
+            self.packet_length,
+            self.mcast_grp,
+            state,
+            self.parser_error,
         )
 
     def __repr__(self) -> str:
@@ -118,7 +132,13 @@ class Pipeline:
         sm = state[2]
         spec = sm.f_egress_spec
         return IngressResult(
-            spec == self._drop_port, spec, sm.f_priority, sm.f_packet_length, sm.f_mcast_grp, state
+            spec == self._drop_port,
+            spec,
+            sm.f_priority,
+            sm.f_packet_length,
+            sm.f_mcast_grp,
+            state,
+            sm.f_parser_error,
         )
 
     def egress(

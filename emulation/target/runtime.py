@@ -92,6 +92,22 @@ class HeaderStack:
             header = self.items[index] = self.cls()
         return header
 
+    def stored(self) -> list:
+        """The elements that are not the shared blank, in index order (for the deparser).
+
+        ``list.count`` compares by identity first, so counting the blanks is one C-level
+        pass. Usually the stored elements come first and the blanks after them (extract,
+        push_front and writes fill a stack from index 0): then the answer is a slice.
+        """
+        items, blank = self.items, self.blank
+        blanks = items.count(blank)
+        if not blanks:
+            return items
+        head = items[: len(items) - blanks]
+        if not head.count(blank):
+            return head
+        return [header for header in items if header is not blank]
+
     def copy(self) -> HeaderStack:
         """An independent copy (P4 assignment semantics)."""
         twin = HeaderStack.__new__(HeaderStack)
@@ -132,20 +148,29 @@ class HeaderStack:
 
     def push_front(self, count: int) -> None:
         """Shift elements towards higher indices by count; the first count become invalid."""
-        size = len(self.items)
+        items = self.items
+        size = len(items)
+        if count == 1 and size:  # the common case, without building new lists (C-level memmove instead)
+            items.pop()
+            items.insert(0, self.blank)
+            self.nxt = min(self.nxt + 1, size)
+            return
         count = min(count, size)
         if count <= 0:
             return
-        self.items[:] = [self.blank] * count + self.items[: size - count]
+        del items[size - count :]
+        items[0:0] = [self.blank] * count
         self.nxt = min(self.nxt + count, size)
 
     def pop_front(self, count: int) -> None:
         """Shift elements towards lower indices by count; the last count become invalid."""
-        size = len(self.items)
+        items = self.items
+        size = len(items)
         count = min(count, size)
         if count <= 0:
             return
-        self.items[:] = self.items[count:] + [self.blank] * count
+        del items[:count]
+        items.extend([self.blank] * count)
         self.nxt = max(self.nxt - count, 0)
 
 

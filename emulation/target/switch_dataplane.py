@@ -7,7 +7,8 @@ most one batch). One loop iteration:
 1. ``poll`` over all port sockets (and a wake-up pipe), with a timeout that is the time
    until the next rate-limited port may send;
 2. for each readable port, up to ``RX_BATCH`` frames: ingress, then the priority queues
-   of the egress port (tail drop when full);
+   of the egress port (tail drop when full); the batch is received first, then run
+   through the pipeline, then the frames for idle ports are sent, in order;
 3. every port with a backlog sends what its rate allows; the egress stage runs at
    dequeue (v1model: after the traffic manager), given enq_qdepth (packets queued on the
    port when this one arrived), deq_qdepth (packets left after it) and deq_timedelta.
@@ -205,6 +206,15 @@ class DataPlane:
         self._active.clear()
 
     def _receive(self, port: Port, pipeline: Any) -> None:
+        """Up to RX_BATCH frames from one port, each through ingress and on to its egress port.
+
+        The common case (the kernel drops our own outgoing copies, no pcap, a pipeline
+        loaded) takes the inlined loop of ``_receive_fast``; anything else the general
+        loop below, which hands every frame to ``_ingress``.
+        """
+        if port.ignores_outgoing and port.pcap_in is None and pipeline is not None:
+            self._receive_fast(port, pipeline)
+            return
         sock = port.sock
         number = port.number
         filter_outgoing = not port.ignores_outgoing
@@ -226,6 +236,85 @@ class DataPlane:
             if pcap is not None:
                 pcap.write(frame)
             self._ingress(pipeline, frame, number)
+
+    def _receive_fast(self, port: Port, pipeline: Any) -> None:
+        """The per-frame path of ``_ingress`` and ``_egress_and_send`` inlined, in three phases.
+
+        Same behaviour as the general path, at a fraction of its cost per frame:
+
+        1. receive the whole batch (each frame with its arrival time);
+        2. run the pipeline over the batch; frames for an idle port without a rate limit go
+           through egress at once and are collected in arrival order, all others (busy or
+           rate-limited port, odd priority) take the queue path unchanged;
+        3. send the collected frames, in order.
+
+        Keeping the kernel's receive, the pipeline and the kernel's send each in one run
+        keeps their code warm in the CPU caches, instead of alternating between them for
+        every frame. Everything the loops touch is bound to a local first (much cheaper than
+        an attribute or method look-up), and the port's rx_frames is added once per batch.
+        """
+        recv = port.sock.recv
+        number = port.number
+        monotonic_ns, origin_ns = time.monotonic_ns, self._clock_origin_ns
+        batch: list[tuple[bytes, int]] = []
+        for _ in range(RX_BATCH):
+            try:
+                batch.append((recv(MAX_FRAME_BYTES), monotonic_ns()))
+            except BlockingIOError:
+                break
+            except OSError as error:
+                log.warning("port %d (%s): receive failed: %s", number, port.interface, error)
+                break
+        if not batch:
+            return
+        port.rx_frames += len(batch)
+        ingress, egress = pipeline.ingress, pipeline.egress
+        all_queues, ports, counters = self.queues, self.ports, self.counters
+        departures: list[tuple[int, bytes]] = []
+        for frame, arrival_ns in batch:
+            if len(frame) < ETHERNET_HEADER_BYTES:
+                counters.malformed += 1
+                continue
+            now_us = (arrival_ns - origin_ns) // 1000
+            try:
+                result = ingress(frame, number, now_us)
+            except Exception as error:  # one bad packet must not stop the switch
+                self._packet_error("ingress", number, frame, error)
+                continue
+            if getattr(result, "parser_error", 0):
+                counters.parser_errors += 1
+            if result.dropped:
+                counters.ingress_drops += 1
+                continue
+            egress_port = result.egress_spec
+            queues = all_queues.get(egress_port)
+            if queues is None:
+                counters.unknown_port_drops += 1
+                continue
+            priority = result.priority
+            if queues.backlog or queues.rate_pps is not None or not 0 <= priority < queues.priority_count:
+                if queues.enqueue(priority, result, now_us):
+                    self._active.add(egress_port)
+                continue
+            # an idle port without a rate limit: the packet would be dequeued at once
+            queue_counters = queues.counters[priority]
+            queue_counters.enqueued += 1
+            queue_counters.dequeued += 1
+            try:
+                out = egress(result, egress_port, 0, 0, 0, now_us)
+            except Exception as error:
+                self._packet_error("egress", egress_port, b"", error)
+                continue
+            if out is None:
+                counters.egress_drops += 1
+                continue
+            departures.append((egress_port, out))
+        for egress_port, out in departures:
+            out_port = ports.get(egress_port)
+            if out_port is not None:
+                out_port.send(out)
+            elif self.packet_in is not None:
+                self.packet_in(out)
 
     def _receive_injected(self, pipeline: Any) -> None:
         while self._injected:

@@ -4,13 +4,21 @@ All key fields of a table are concatenated into one integer, so an entry matches
 when ``key & entry_mask == entry_value`` (plus range checks, if any). Tables with
 only exact keys are dicts; tables whose keys are exact and lpm are dicts per
 prefix mask tried longest first; the others scan entries by priority.
+
+The lookup structures are maintained incrementally: an insert or delete costs a dict
+operation (exact, lpm) or one binary search and list insert (priority order), never a
+rebuild of the whole table, so that the control plane can install thousands of entries
+in batches at a steady rate.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from itertools import count
+from types import CodeType, FunctionType
 
 from .errors import EntryError
 from .model import ActionSpec, TableSpec
@@ -25,6 +33,39 @@ class Entry:
     action: str
     params: tuple
     priority: int = 0
+
+
+# The code of an action whose body does nothing, as the code generator writes it (NoAction).
+_EMPTY_ACTION_CODE = next(
+    const
+    for const in compile("def action(L):\n    pass\n", "<empty action>", "exec").co_consts
+    if isinstance(const, CodeType)
+)
+
+
+def _does_nothing(function: Callable) -> bool:
+    """Whether a generated action function has an empty body (the same code as _EMPTY_ACTION_CODE)."""
+    code = function.__code__
+    return (
+        code.co_argcount == 1
+        and code.co_code == _EMPTY_ACTION_CODE.co_code
+        and code.co_consts == _EMPTY_ACTION_CODE.co_consts
+        and code.co_names == ()
+    )
+
+
+def _data_plane_call(action: Callable, args: tuple) -> Callable:
+    """What entry.call(L) runs: action(*args, L) at the least cost per packet.
+
+    An action without parameters is called directly (no partial in between); an action
+    that does nothing (NoAction, the usual default of a table that misses) becomes the
+    C builtin ``id``, which takes L and ignores it without a Python-level call.
+    """
+    if not args:
+        if isinstance(action, FunctionType) and _does_nothing(action):
+            return id
+        return action
+    return partial(action, *args)
 
 
 class RuntimeEntry:
@@ -43,6 +84,7 @@ class RuntimeEntry:
         "value",
         "mask",
         "ranges",
+        "rank",
     )
 
     def __init__(
@@ -58,7 +100,7 @@ class RuntimeEntry:
         """Bind the action to its arguments for the data plane."""
         self.action = action
         self.args = args
-        self.call = partial(action, *args)  # action(*args, L): the data plane calls entry.call(L)
+        self.call = _data_plane_call(action, args)  # the data plane calls entry.call(L)
         self.hit = hit
         self.aid = aid
         self.counts = [0, 0]
@@ -68,6 +110,7 @@ class RuntimeEntry:
         self.value = 0
         self.mask = 0
         self.ranges: tuple = ()
+        self.rank: tuple = ()  # (-priority, insertion number): its place in Table.ordered
 
 
 class Table:
@@ -96,6 +139,9 @@ class Table:
         self.by_key: dict = {}  # exact tables: key tuple -> entry
         self.by_mask: list[tuple[int, dict]] = []  # lpm tables: (mask, {value: entry}), longest first
         self.ordered: list[RuntimeEntry] = []  # other tables: by priority
+        self.ranks: list[tuple] = []  # the entries' ranks, parallel to ordered (for bisect)
+        self.buckets: dict[int, dict] = {}  # lpm tables: mask -> {value: entry}, as in by_mask
+        self.insertions = count()  # numbers entries in insertion order (ties of equal priority)
         self.is_const = spec.const_entries is not None
         self.default = self._runtime_entry(spec.default_action, spec.default_params, False)
         if spec.const_entries is not None:
@@ -199,29 +245,47 @@ class Table:
         self._add(key, entry)
 
     def _add(self, key: tuple, entry: RuntimeEntry) -> None:
-        """Store an entry and rebuild the lookup structures."""
+        """Store an entry and add it to the lookup structures."""
         self.entries[key] = entry
-        self._rebuild()
+        if self.all_exact:
+            self.by_key[key[:-1]] = entry  # the identity key ends with the (unused) priority
+        elif self.lpm_only:
+            bucket = self.buckets.get(entry.mask)
+            if bucket is None:
+                bucket = self.buckets[entry.mask] = {}
+                self._sort_masks()
+            bucket[entry.value] = entry
+        else:
+            # Highest priority first; equal priorities keep insertion order, so a later entry
+            # goes after its equals (bisect_right on (-priority, insertion number)).
+            entry.rank = (-entry.priority, next(self.insertions))
+            place = bisect_right(self.ranks, entry.rank)
+            self.ranks.insert(place, entry.rank)
+            self.ordered.insert(place, entry)
 
     def _remove(self, key: tuple) -> None:
-        """Drop an entry and rebuild the lookup structures."""
-        del self.entries[key]
-        self._rebuild()
-
-    def _rebuild(self) -> None:
-        """Recompute the lookup structures from the entries."""
+        """Drop an entry from the entries and the lookup structures."""
+        entry = self.entries.pop(key)
         if self.all_exact:
-            self.by_key = {k[:-1]: e for k, e in self.entries.items()}
-            return
-        if self.lpm_only:
-            buckets: dict[int, dict] = {}
-            for entry in self.entries.values():
-                buckets.setdefault(entry.mask, {})[entry.value] = entry
-            self.by_mask = sorted(buckets.items(), key=lambda item: -bin(item[0]).count("1"))
-            return
-        order = list(self.entries.values())
-        order.sort(key=lambda e: -e.priority)  # stable: equal priorities keep insertion order
-        self.ordered = order
+            del self.by_key[key[:-1]]
+        elif self.lpm_only:
+            bucket = self.buckets[entry.mask]
+            del bucket[entry.value]
+            if not bucket:
+                del self.buckets[entry.mask]
+                self._sort_masks()
+        else:
+            place = bisect_left(self.ranks, entry.rank)  # ranks are unique: this is the entry
+            del self.ranks[place]
+            del self.ordered[place]
+
+    def _sort_masks(self) -> None:
+        """Order the lpm buckets longest prefix first (only when a prefix length appears or goes).
+
+        The buckets themselves are shared with by_mask, so entries added to an existing
+        bucket are visible to lookups without re-sorting.
+        """
+        self.by_mask = sorted(self.buckets.items(), key=lambda item: -item[0].bit_count())
 
     def _normalize(self, match: dict, priority: int) -> tuple[tuple, int, int, tuple]:
         """Validate a match; return (identity key, packed value, packed mask, range checks)."""
