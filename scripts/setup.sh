@@ -11,7 +11,8 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO/.venv"
 LAUNCHER=/usr/local/bin/twinnet
-SYSTEM_PYTHON=/usr/bin/python3
+# The interpreter the environments are made from (3.11 or newer); TWINNET_PYTHON overrides it.
+SYSTEM_PYTHON="${TWINNET_PYTHON:-/usr/bin/python3}"
 
 # Debian packages: the emulator (mininet, iproute2, ethtool, iperf), the C
 # preprocessor the embedded P4 target runs like p4c does (cpp), venv support, and
