@@ -32,7 +32,7 @@ missing_apt_packages() {
 if [[ "${1:-}" == "--print-plan" ]]; then
     echo "apt: ${APT_PACKAGES[*]}"
     echo "venv: $VENV (from $SYSTEM_PYTHON, with system site-packages)"
-    echo "pip: -e $REPO[test]"
+    echo "pip: -e ${REPO}[test]"
     echo "launcher: $LAUNCHER"
     exit 0
 fi
@@ -59,7 +59,7 @@ stamp="$VENV/.twinnet-installed"
 if [[ ! -f "$stamp" || "$REPO/pyproject.toml" -nt "$stamp" ]]; then
     echo "== installing Python packages into $VENV"
     "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q -e "$REPO[test]"
+    "$VENV/bin/python" -m pip install -q -e "${REPO}[test]"
     touch "$stamp"
 fi
 
