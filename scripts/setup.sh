@@ -34,6 +34,8 @@ if [[ "${1:-}" == "--print-plan" ]]; then
     echo "venv: $VENV (from $SYSTEM_PYTHON, with system site-packages)"
     echo "pip: -e ${REPO}[test]"
     echo "launcher: $LAUNCHER"
+    echo "switch-venv: $VENV/switch (from $SYSTEM_PYTHON: grpcio, protobuf (upb), p4runtime, lark; twinnet --no-deps)"
+    echo "switch-launcher: /usr/local/bin/twinnet-switch"
     exit 0
 fi
 
