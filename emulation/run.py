@@ -17,7 +17,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,15 @@ from emulation.measure import (
 )
 from emulation.packets import MAX_TRACE, TRACE_ENTRY_LEN
 from emulation.progress import ProgressBar
+from emulation.run_settings import (  # noqa: F401  (re-exported: the run's settings live with the run)
+    DEFAULT_PACKETS,
+    DEFAULT_RATE_PPS,
+    DEFAULT_SIZE,
+    DRAIN_LIMIT_S,
+    DRAIN_QUIET_S,
+    RunInputError,
+    RunSettings,
+)
 from emulation.switches import PRIORITY_QUEUES
 from emulation.traffic import (
     LATE_THRESHOLD_S,
@@ -53,38 +62,6 @@ from emulation.traffic import (
     make_schedule,
 )
 from topologies.model import Topology
-
-#: Probes per second each host offers when --rate is not given.
-DEFAULT_RATE_PPS = 100.0
-#: Probes per host when neither --packets nor --duration is given (all-to-all: one per destination).
-DEFAULT_PACKETS = 20
-DEFAULT_SIZE = 64
-#: After the last probe: wait for stragglers until none arrived for this long (s) ...
-DRAIN_QUIET_S = 2.0
-#: ... or at most this long (s).
-DRAIN_LIMIT_S = 30.0
-
-
-class RunInputError(ValueError):
-    """The run cannot be done as asked; nothing was started."""
-
-
-@dataclass
-class RunSettings:
-    """What ``twinnet run`` was asked for (besides the topology)."""
-
-    routing: str | None = None
-    traffic: str = "all-to-all"
-    packets: int | None = None
-    duration: float | None = None
-    rate: float | None = None
-    size: int = DEFAULT_SIZE
-    target: str = "auto"
-    out: Path | None = None
-    seed: int = 0
-    kill: tuple[str, float] | None = None
-    check_capacity: bool = True
-    pattern_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

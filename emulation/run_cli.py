@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Topology options and the run's options."""
     from controller.analysis.traffic import PATTERNS
     from controller.routing import ALGORITHMS
-    from emulation.run import DEFAULT_RATE_PPS, DEFAULT_SIZE
+    from emulation.run_settings import DEFAULT_RATE_PPS, DEFAULT_SIZE
 
     add_topology_arguments(parser)
     run = parser.add_argument_group("run")
@@ -94,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace):
-    from emulation.run import RunInputError, RunSettings
+    from emulation.run_settings import RunInputError, RunSettings
 
     options = {"seed": args.seed}
     for name in ("hotspot", "fraction", "shift"):

@@ -1,0 +1,42 @@
+"""What ``twinnet run`` is asked for, and its defaults: light to import, so the command line loads fast.
+
+emulation.run validates these settings (``plan_run``) and carries them out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Probes per second each host offers when --rate is not given.
+DEFAULT_RATE_PPS = 100.0
+#: Probes per host when neither --packets nor --duration is given (all-to-all: one per destination).
+DEFAULT_PACKETS = 20
+DEFAULT_SIZE = 64
+#: After the last probe: wait for stragglers until none arrived for this long (s) ...
+DRAIN_QUIET_S = 2.0
+#: ... or at most this long (s).
+DRAIN_LIMIT_S = 30.0
+
+
+class RunInputError(ValueError):
+    """The run cannot be done as asked; nothing was started."""
+
+
+@dataclass
+class RunSettings:
+    """What ``twinnet run`` was asked for (besides the topology)."""
+
+    routing: str | None = None
+    traffic: str = "all-to-all"
+    packets: int | None = None
+    duration: float | None = None
+    rate: float | None = None
+    size: int = DEFAULT_SIZE
+    target: str = "auto"
+    out: Path | None = None
+    seed: int = 0
+    kill: tuple[str, float] | None = None
+    check_capacity: bool = True
+    pattern_options: dict[str, Any] = field(default_factory=dict)
