@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import runtime
@@ -16,6 +17,17 @@ if TYPE_CHECKING:
 _MASK48 = (1 << 48) - 1
 _MASK32 = (1 << 32) - 1
 _MASK19 = (1 << 19) - 1
+
+
+def stage_error(stage: str, error: Exception) -> Exception:
+    """The exception a failure in a pipeline stage ("ingress", "egress") is reported as.
+
+    A PacketError stays as it is; anything else (a bug or unsupported situation in this
+    packet's processing) becomes a PacketError naming the stage and the original error.
+    """
+    if isinstance(error, PacketError):
+        return error
+    return PacketError(f"{stage} failed: {type(error).__name__}: {error}")
 
 
 class IngressResult:
@@ -119,6 +131,19 @@ class Pipeline:
         self._drop_port = model.drop_port
 
     # ================================================================ data plane
+    def raw_entry_points(self) -> tuple[Callable[..., Any], Callable[..., bytes | None], int]:
+        """(run_ingress, run_egress, drop port): the generated drivers, for a caller that counts per frame.
+
+        ``run_ingress(packet: bytes, port, timestamp_us)`` returns the packet state, a tuple
+        whose third item is the standard metadata (``f_egress_spec``, ``f_priority``,
+        ``f_parser_error``...); ``run_egress(state, port, enq_qdepth, deq_qdepth,
+        deq_timedelta, timestamp_us)`` takes it (once) and returns the frame or None.
+        They skip what ``ingress``/``egress`` add per packet (an IngressResult, the use-once
+        check, exception wrapping: wrap an escaping exception with ``stage_error``), which
+        the switch's forwarding loop does not need for a packet that goes straight through.
+        """
+        return self._run_ingress, self._run_egress, self._drop_port
+
     def ingress(self, packet: bytes, ingress_port: int, timestamp_us: int = 0) -> IngressResult:
         """Parser, checksum verification and ingress control of one packet."""
         try:
@@ -128,7 +153,7 @@ class Pipeline:
         except PacketError:
             raise
         except Exception as exc:  # a bug or unsupported situation in this packet's processing
-            raise PacketError(f"ingress failed: {type(exc).__name__}: {exc}") from exc
+            raise stage_error("ingress", exc) from exc
         sm = state[2]
         spec = sm.f_egress_spec
         return IngressResult(
@@ -160,7 +185,7 @@ class Pipeline:
         except PacketError:
             raise
         except Exception as exc:
-            raise PacketError(f"egress failed: {type(exc).__name__}: {exc}") from exc
+            raise stage_error("egress", exc) from exc
 
     def process(self, packet: bytes, ingress_port: int, timestamp_us: int = 0) -> list[tuple[int, bytes]]:
         """Both halves with empty queues: [(egress_port, frame)], empty if dropped."""
