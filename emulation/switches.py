@@ -113,9 +113,26 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
 
     # -- what subclasses say ----------------------------------------------------
 
-    def command_line(self) -> list[str]:
-        """The switch process's argv."""
+    def program_command(self) -> list[str]:
+        """The switch executable's argv prefix (``simple_switch_grpc``, or ``twinnet-switch``'s)."""
         raise NotImplementedError
+
+    def command_line(self) -> list[str]:
+        """The switch process's argv: simple_switch_grpc's form, which both targets take."""
+        command = [*self.program_command(), "--device-id", str(self.device_id)]
+        command += self.interface_arguments()
+        command += ["--thrift-port", str(self.thrift_port)]
+        if self.log_console:
+            command.append("--log-console")
+        command += [
+            str(self.program.device_config),
+            "--",
+            "--grpc-server-addr",
+            self.grpc_address,
+            "--priority-queues",
+            str(PRIORITY_QUEUES),
+        ]
+        return command
 
     @classmethod
     def missing(cls) -> str | None:
@@ -258,21 +275,8 @@ class EmbeddedSwitch(P4CardSwitch):
             p4info.write_text(text_format.MessageToString(compiled.p4info))
         return PreparedProgram(program, program, p4info)
 
-    def command_line(self) -> list[str]:
-        command = [*(self.executable() or ["twinnet-switch"]), "--device-id", str(self.device_id)]
-        command += self.interface_arguments()
-        command += ["--thrift-port", str(self.thrift_port)]
-        if self.log_console:
-            command.append("--log-console")
-        command += [
-            str(self.program.device_config),
-            "--",
-            "--grpc-server-addr",
-            self.grpc_address,
-            "--priority-queues",
-            str(PRIORITY_QUEUES),
-        ]
-        return command
+    def program_command(self) -> list[str]:
+        return self.executable() or ["twinnet-switch"]
 
     def set_port_rates(self, rates: Mapping[int, float | None]) -> None:
         from emulation.target.switch_control import request
@@ -328,21 +332,8 @@ class BMv2Switch(P4CardSwitch):
         json_path, p4info = p4c_outputs(program, build)
         return PreparedProgram(program, json_path, p4info)
 
-    def command_line(self) -> list[str]:
-        command = ["simple_switch_grpc", "--device-id", str(self.device_id)]
-        command += self.interface_arguments()
-        command += ["--thrift-port", str(self.thrift_port)]
-        if self.log_console:
-            command.append("--log-console")
-        command += [
-            str(self.program.device_config),
-            "--",
-            "--grpc-server-addr",
-            self.grpc_address,
-            "--priority-queues",
-            str(PRIORITY_QUEUES),
-        ]
-        return command
+    def program_command(self) -> list[str]:
+        return ["simple_switch_grpc"]
 
     def set_port_rates(self, rates: Mapping[int, float | None]) -> None:
         lines = [f"set_queue_rate {int(rate) if rate else 0} {port}" for port, rate in rates.items()]

@@ -242,6 +242,25 @@ class DataPlane:
                 pcap.write(frame)
             self._ingress(pipeline, frame, number)
 
+    @staticmethod
+    def _receive_batch(port: Port) -> list[tuple[bytes, int]]:
+        """Up to RX_BATCH frames waiting on `port`, each with its arrival time (monotonic ns).
+
+        Counted in the port's rx_frames once per batch; a receive error is logged and ends the batch.
+        """
+        recv, monotonic_ns = port.sock.recv, time.monotonic_ns
+        batch: list[tuple[bytes, int]] = []
+        for _ in range(RX_BATCH):
+            try:
+                batch.append((recv(MAX_FRAME_BYTES), monotonic_ns()))
+            except BlockingIOError:
+                break
+            except OSError as error:
+                log.warning("port %d (%s): receive failed: %s", port.number, port.interface, error)
+                break
+        port.rx_frames += len(batch)
+        return batch
+
     def _receive_fast(self, port: Port, pipeline: Any) -> None:
         """The per-frame path of ``_ingress`` and ``_egress_and_send`` inlined, in three phases.
 
@@ -258,21 +277,11 @@ class DataPlane:
         every frame. Everything the loops touch is bound to a local first (much cheaper than
         an attribute or method look-up), and the port's rx_frames is added once per batch.
         """
-        recv = port.sock.recv
-        number = port.number
-        monotonic_ns, origin_ns = time.monotonic_ns, self._clock_origin_ns
-        batch: list[tuple[bytes, int]] = []
-        for _ in range(RX_BATCH):
-            try:
-                batch.append((recv(MAX_FRAME_BYTES), monotonic_ns()))
-            except BlockingIOError:
-                break
-            except OSError as error:
-                log.warning("port %d (%s): receive failed: %s", number, port.interface, error)
-                break
+        batch = self._receive_batch(port)
         if not batch:
             return
-        port.rx_frames += len(batch)
+        number = port.number
+        origin_ns = self._clock_origin_ns
         ingress, egress = pipeline.ingress, pipeline.egress
         all_queues, ports, counters = self.queues, self.ports, self.counters
         departures: list[tuple[int, bytes]] = []
@@ -341,21 +350,11 @@ class DataPlane:
           instead of a ``Port.send`` call per frame (a port with a pcap file keeps
           ``Port.send``); the port's tx_frames is added once per batch.
         """
-        recv = port.sock.recv
-        number = port.number
-        monotonic_ns, origin_ns = time.monotonic_ns, self._clock_origin_ns
-        batch: list[tuple[bytes, int]] = []
-        for _ in range(RX_BATCH):
-            try:
-                batch.append((recv(MAX_FRAME_BYTES), monotonic_ns()))
-            except BlockingIOError:
-                break
-            except OSError as error:
-                log.warning("port %d (%s): receive failed: %s", number, port.interface, error)
-                break
+        batch = self._receive_batch(port)
         if not batch:
             return
-        port.rx_frames += len(batch)
+        number = port.number
+        origin_ns = self._clock_origin_ns
         all_queues, counters = self.queues, self.counters
         departures: list[tuple[int, bytes]] = []
         for frame, arrival_ns in batch:
