@@ -167,12 +167,53 @@ class CodeGenerator(Frontend):
         return self.code.text(), self.model
 
     def gen_drivers(self) -> None:
-        """run_ingress/run_egress: the v1model block sequence around the traffic manager."""
-        m = self.model
-        e = m.entry_points
-        drop = m.drop_port
+        """run_ingress/run_egress: the v1model block sequence around the traffic manager; then run_fused."""
         c = self.code
         c.add(0, "def run_ingress(packet, port, ts):")
+        self._ingress_half()
+        c.add(1, "return hdr, meta, sm, pk.data[pk.off:]")
+        c.add(0, "")
+        c.add(0, "def run_egress(state, port, enq_qdepth, deq_qdepth, deq_timedelta, ts):")
+        c.add(1, "hdr, meta, sm, payload = state")
+        c.add(1, "sm.f_egress_port = port & 511; sm.f_enq_qdepth = enq_qdepth & 524287")
+        c.add(1, "sm.f_deq_qdepth = deq_qdepth & 524287; sm.f_deq_timedelta = deq_timedelta & 4294967295")
+        c.add(1, "sm.f_egress_global_timestamp = ts & 281474976710655")
+        self._egress_half("return None", "payload")
+        c.add(1, "return b''.join(out)")
+        c.add(0, "")
+        self.gen_fused_driver()
+
+    def gen_fused_driver(self) -> None:
+        """run_fused: run_ingress, the traffic manager's choice and run_egress in one call.
+
+        For a switch whose egress port is idle, a packet goes from ingress straight to egress.
+        ``admit(egress_port, priority)`` says whether it may (the port is idle); if not, the
+        packet state goes to ``hooks.queue(egress_port, priority, state, ts)``, as run_ingress
+        would return it. Drops and parser errors are reported to ``hooks``; the result is
+        ``(egress_port, frame)`` for a packet sent at once, else None. Written as calls to the
+        block functions; emulation.target.fusion inlines them and keeps the headers, metadata
+        and standard metadata in local variables.
+        """
+        c = self.code
+        c.add(0, "def run_fused(packet, port, ts, admit, hooks):")
+        self._ingress_half()
+        c.add(1, "if sm.f_parser_error: hooks.parser_error(sm.f_parser_error)")
+        c.add(1, "egress_port = sm.f_egress_spec")
+        c.add(1, f"if egress_port == {self.model.drop_port}: return hooks.ingress_drop()")
+        c.add(1, "if not admit(egress_port, sm.f_priority):")
+        c.add(2, "return hooks.queue(egress_port, sm.f_priority, (hdr, meta, sm, pk.data[pk.off:]), ts)")
+        c.add(1, "sm.f_egress_port = egress_port & 511; sm.f_enq_qdepth = 0")
+        c.add(1, "sm.f_deq_qdepth = 0; sm.f_deq_timedelta = 0")
+        c.add(1, "sm.f_egress_global_timestamp = ts & 281474976710655")
+        self._egress_half("return hooks.egress_drop()", "pk.data[pk.off:]")
+        c.add(1, "return egress_port, b''.join(out)")
+        c.add(0, "")
+
+    def _ingress_half(self) -> None:
+        """A driver's body up to the traffic manager: packet state, parser, checksum check, ingress."""
+        m = self.model
+        e = m.entry_points
+        c = self.code
         c.add(1, f"hdr = {m.header_class}(); meta = {m.metadata_class}(); sm = {m.standard_metadata_class}()")
         c.add(1, "sm.f_ingress_port = port & 511; sm.f_packet_length = len(packet)")
         c.add(1, "sm.f_ingress_global_timestamp = ts & 281474976710655; sm.f_enq_timestamp = ts & 4294967295")
@@ -182,34 +223,29 @@ class CodeGenerator(Frontend):
         c.add(1, "except ParserError as error:")
         c.add(2, "sm.f_parser_error = error.code")
         for role, args in (("verify_checksum", "hdr, meta"), ("ingress", "hdr, meta, sm")):
-            if e[role] in self._empty_controls:
-                continue
-            c.add(1, "try:")
-            c.add(2, f"{e[role]}(sm, {args})")
-            c.add(1, "except ExitPipeline:")
-            c.add(2, "pass")
-        c.add(1, "return hdr, meta, sm, pk.data[pk.off:]")
-        c.add(0, "")
-        c.add(0, "def run_egress(state, port, enq_qdepth, deq_qdepth, deq_timedelta, ts):")
-        c.add(1, "hdr, meta, sm, payload = state")
-        c.add(1, "sm.f_egress_port = port & 511; sm.f_enq_qdepth = enq_qdepth & 524287")
-        c.add(1, "sm.f_deq_qdepth = deq_qdepth & 524287; sm.f_deq_timedelta = deq_timedelta & 4294967295")
-        c.add(1, "sm.f_egress_global_timestamp = ts & 281474976710655")
-        c.add(1, "try:")
-        c.add(2, f"{e['egress']}(sm, hdr, meta, sm)")
-        c.add(1, "except ExitPipeline:")
-        c.add(2, "pass")
-        c.add(1, f"if sm.f_egress_spec == {drop}: return None")
-        if e["compute_checksum"] not in self._empty_controls:
-            c.add(1, "try:")
-            c.add(2, f"{e['compute_checksum']}(sm, hdr, meta)")
-            c.add(1, "except ExitPipeline:")
-            c.add(2, "pass")
+            self._exit_guarded_call(role, args)
+
+    def _egress_half(self, on_drop: str, payload: str) -> None:
+        """A driver's body from egress on: egress, `on_drop` if it drops, checksums, deparser into `out`."""
+        e = self.model.entry_points
+        c = self.code
+        self._exit_guarded_call("egress", "hdr, meta, sm", even_if_empty=True)
+        c.add(1, f"if sm.f_egress_spec == {self.model.drop_port}: {on_drop}")
+        self._exit_guarded_call("compute_checksum", "hdr, meta")
         c.add(1, "out = []")
         c.add(1, f"{e['deparser']}(sm, out, hdr)")
-        c.add(1, "out.append(payload)")
-        c.add(1, "return b''.join(out)")
-        c.add(0, "")
+        c.add(1, f"out.append({payload})")
+
+    def _exit_guarded_call(self, role: str, args: str, even_if_empty: bool = False) -> None:
+        """Call a control block, where an `exit` statement ends it (skipped if the control is empty)."""
+        function = self.model.entry_points[role]
+        if function in self._empty_controls and not even_if_empty:
+            return
+        c = self.code
+        c.add(1, "try:")
+        c.add(2, f"{function}(sm, {args})")
+        c.add(1, "except ExitPipeline:")
+        c.add(2, "pass")
 
     # ================================================================ classes
     @staticmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import marshal
 import os
 import pickle
@@ -16,12 +17,14 @@ from p4.config.v1 import p4info_pb2
 
 from .codegen import CodeGenerator
 from .errors import P4CompileError
+from .fusion import FusionError, fuse
 from .model import ProgramModel
 from .p4info import build_p4info
 from .parser import parse
 from .pipeline import Pipeline
 from .preprocess import preprocess
 
+log = logging.getLogger("twinnet.target.compiler")
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _MEMORY_CACHE: dict[str, CompiledProgram] = {}
 MAX_CACHED_PROGRAMS = 64  # compiled programs kept on disk
@@ -95,6 +98,7 @@ def compile_program(
     generator = CodeGenerator(source, strict=strict)
     try:
         python_source, model = generator.generate(tree)
+        python_source = fused_or_plain(python_source, model)
         code = compile(python_source, f"<p4 {Path(path).name}>", "exec")
         p4info_bytes = build_p4info(model).SerializeToString()
     except P4CompileError:
@@ -107,6 +111,24 @@ def compile_program(
     if use_disk_cache:
         _store(disk_file, program)
     return program
+
+
+def fused_or_plain(python_source: str, model: ProgramModel) -> str:
+    """The module with run_fused optimised by emulation.target.fusion, or as generated if that declines."""
+    table_actions = {
+        table.global_name: list(
+            dict.fromkeys(
+                model.actions[name].function
+                for name in [ref.action for ref in table.actions] + [table.default_action]
+            )
+        )
+        for table in model.tables.values()
+    }
+    try:
+        return fuse(python_source, table_actions)
+    except FusionError as error:
+        log.debug("run_fused kept as generated: %s", error)
+        return python_source
 
 
 def _store(disk_file: Path, program: CompiledProgram) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import runtime
 from .errors import EntryError, PacketError
@@ -98,6 +98,22 @@ def _runtime_namespace() -> dict:
     }
 
 
+class FusedHooks(Protocol):
+    """What ``run_fused`` (Pipeline.fused_entry_point) reports besides a frame sent at once."""
+
+    def parser_error(self, code: int) -> None:
+        """The parser ended with this error (standard_metadata.parser_error); the packet goes on."""
+
+    def ingress_drop(self) -> None:
+        """Ingress dropped the packet (egress_spec = the drop port)."""
+
+    def queue(self, egress_port: int, priority: int, state: Any, timestamp_us: int) -> None:
+        """``admit`` refused: the packet state (as run_ingress returns it) goes to the port's queue."""
+
+    def egress_drop(self) -> None:
+        """Egress dropped the packet."""
+
+
 class Pipeline:
     """State of one program instance (one card): tables, counters, registers, and the packet path."""
 
@@ -128,6 +144,7 @@ class Pipeline:
             ns[spec.global_name] = register
         self._run_ingress = ns["run_ingress"]
         self._run_egress = ns["run_egress"]
+        self._run_fused = ns["run_fused"]
         self._drop_port = model.drop_port
 
     # ================================================================ data plane
@@ -143,6 +160,19 @@ class Pipeline:
         the switch's forwarding loop does not need for a packet that goes straight through.
         """
         return self._run_ingress, self._run_egress, self._drop_port
+
+    def fused_entry_point(self) -> Callable[..., tuple[int, bytes] | None]:
+        """The generated driver that runs ingress and, if the egress port is idle, egress in one call.
+
+        ``run_fused(packet: bytes, port, timestamp_us, admit, hooks)``: parser, ingress,
+        then ``admit(egress_port, priority)``; if that is true, egress and deparser run at
+        once (queue depths 0, the same timestamp) and the result is ``(egress_port, frame)``.
+        Everything else is reported to ``hooks`` (see FusedHooks) and the result is None.
+        The headers and metadata live in local variables of one function (see
+        emulation.target.fusion): the cheapest path the language core has for a packet.
+        An escaping exception is not wrapped (see ``stage_error``).
+        """
+        return self._run_fused
 
     def ingress(self, packet: bytes, ingress_port: int, timestamp_us: int = 0) -> IngressResult:
         """Parser, checksum verification and ingress control of one packet."""

@@ -66,6 +66,37 @@ class DataPlaneCounters:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
+class FusedPathHooks:
+    """What the fused driver reports (emulation.target.pipeline.FusedHooks): counted, or queued."""
+
+    def __init__(self, dataplane: DataPlane) -> None:
+        self.dataplane = dataplane
+        self.counters = dataplane.counters
+
+    def parser_error(self, code: int) -> None:
+        self.counters.parser_errors += 1
+
+    def ingress_drop(self) -> None:
+        self.counters.ingress_drops += 1
+
+    def egress_drop(self) -> None:
+        self.counters.egress_drops += 1
+
+    def queue(self, egress_port: int, priority: int, state: Any, timestamp_us: int) -> None:
+        """A packet for a busy, rate-limited or unknown port: into its queue (tail drop when full)."""
+        dataplane = self.dataplane
+        queues = dataplane.queues.get(egress_port)
+        if queues is None:
+            self.counters.unknown_port_drops += 1
+            return
+        sm = state[2]
+        result = IngressResult(
+            False, egress_port, priority, sm.f_packet_length, sm.f_mcast_grp, state, sm.f_parser_error
+        )
+        if queues.enqueue(priority, result, timestamp_us):
+            dataplane._active.add(egress_port)
+
+
 class DataPlane:
     """Ports, their priority queues and the forwarding thread."""
 
@@ -86,6 +117,7 @@ class DataPlane:
         if cpu_port is not None and packet_in is not None:
             self.queues[cpu_port] = PortQueues(cpu_port, priority_count, queue_depth)
         self.counters = DataPlaneCounters()
+        self.hooks = FusedPathHooks(self)
         self._injected: deque[bytes] = deque()
         self._active: set[int] = set()
         self._stopping = False
@@ -210,13 +242,14 @@ class DataPlane:
         """Up to RX_BATCH frames from one port, each through ingress and on to its egress port.
 
         The common case (the kernel drops our own outgoing copies, no pcap, a pipeline
-        loaded) takes the inlined loop of ``_receive_fast``; anything else the general
-        loop below, which hands every frame to ``_ingress``.
+        loaded) takes ``_receive_fused`` (a language-core pipeline) or the inlined loop of
+        ``_receive_fast`` (any other pipeline); anything else the general loop below,
+        which hands every frame to ``_ingress``.
         """
         if port.ignores_outgoing and port.pcap_in is None and pipeline is not None:
-            raw_entry_points = getattr(pipeline, "raw_entry_points", None)
-            if raw_entry_points is not None:
-                self._receive_raw(port, *raw_entry_points())
+            fused_entry_point = getattr(pipeline, "fused_entry_point", None)
+            if fused_entry_point is not None:
+                self._receive_fused(port, fused_entry_point())
             else:
                 self._receive_fast(port, pipeline)
             return
@@ -330,77 +363,51 @@ class DataPlane:
             elif self.packet_in is not None:
                 self.packet_in(out)
 
-    def _receive_raw(
-        self,
-        port: Port,
-        run_ingress: Callable[..., Any],
-        run_egress: Callable[..., bytes | None],
-        drop_port: int,
-    ) -> None:
-        """``_receive_fast`` on the language core's generated drivers (``Pipeline.raw_entry_points``).
+    def _receive_fused(self, port: Port, run_fused: Callable[..., tuple[int, bytes] | None]) -> None:
+        """``_receive_fast`` on the language core's fused driver (``Pipeline.fused_entry_point``).
 
         The same phases and the same outcome per frame (counters, queues, drops, logged
-        errors) as ``_receive_fast``, with less work per frame:
-
-        - the pipeline's drivers are called directly: no IngressResult is built, and the
-          egress spec, priority and parser error are read from the standard metadata in the
-          packet state; an IngressResult is made only for a packet that has to be queued;
-        - an exception is wrapped (``stage_error``) only when one happens;
-        - a frame is sent with the port socket's ``send`` bound once per port and batch,
-          instead of a ``Port.send`` call per frame (a port with a pcap file keeps
-          ``Port.send``); the port's tx_frames is added once per batch.
+        errors) as ``_receive_fast``, with much less work per frame: one call runs parser,
+        ingress, the idle-port check (``_admit``), egress and deparser, with the packet's
+        headers in local variables; drops and queued packets are reported to ``self.hooks``.
+        Frames are sent by ``_send_departures``, with the port socket's ``send`` bound once
+        per run of frames to the same port.
         """
         batch = self._receive_batch(port)
         if not batch:
             return
         number = port.number
         origin_ns = self._clock_origin_ns
-        all_queues, counters = self.queues, self.counters
+        counters, admit, hooks = self.counters, self._admit, self.hooks
         departures: list[tuple[int, bytes]] = []
         for frame, arrival_ns in batch:
             if len(frame) < ETHERNET_HEADER_BYTES:
                 counters.malformed += 1
                 continue
-            now_us = (arrival_ns - origin_ns) // 1000
             try:
-                state = run_ingress(frame, number, now_us)
+                sent = run_fused(frame, number, (arrival_ns - origin_ns) // 1000, admit, hooks)
             except Exception as error:  # one bad packet must not stop the switch
-                self._packet_error("ingress", number, frame, stage_error("ingress", error))
+                self._packet_error("pipeline", number, frame, stage_error("pipeline", error))
                 continue
-            sm = state[2]  # the standard metadata
-            if sm.f_parser_error:
-                counters.parser_errors += 1
-            egress_port = sm.f_egress_spec
-            if egress_port == drop_port:
-                counters.ingress_drops += 1
-                continue
-            queues = all_queues.get(egress_port)
-            if queues is None:
-                counters.unknown_port_drops += 1
-                continue
-            priority = sm.f_priority
-            if queues.backlog or queues.rate_pps is not None or not 0 <= priority < queues.priority_count:
-                result = IngressResult(
-                    False, egress_port, priority, sm.f_packet_length, sm.f_mcast_grp, state, sm.f_parser_error
-                )
-                if queues.enqueue(priority, result, now_us):
-                    self._active.add(egress_port)
-                continue
-            # an idle port without a rate limit: the packet would be dequeued at once
-            queue_counters = queues.counters[priority]
-            queue_counters.enqueued += 1
-            queue_counters.dequeued += 1
-            try:
-                out = run_egress(state, egress_port, 0, 0, 0, now_us)
-            except Exception as error:
-                self._packet_error("egress", egress_port, b"", stage_error("egress", error))
-                continue
-            if out is None:
-                counters.egress_drops += 1
-                continue
-            departures.append((egress_port, out))
+            if sent is not None:
+                departures.append(sent)
         if departures:
             self._send_departures(departures)
+
+    def _admit(self, egress_port: int, priority: int) -> bool:
+        """Whether a packet for this port and priority leaves at once (idle, unlimited port): counted."""
+        queues = self.queues.get(egress_port)
+        if (
+            queues is None
+            or queues.backlog
+            or queues.rate_pps is not None
+            or not 0 <= priority < queues.priority_count
+        ):
+            return False
+        queue_counters = queues.counters[priority]
+        queue_counters.enqueued += 1
+        queue_counters.dequeued += 1
+        return True
 
     def _send_departures(self, departures: list[tuple[int, bytes]]) -> None:
         """Send frames in order; the same per-frame outcome as ``Port.send`` (or a packet-in).

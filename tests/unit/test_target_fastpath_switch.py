@@ -1,10 +1,10 @@
-"""The switch's forwarding loop on the language core's raw drivers gives the general path's results.
+"""The switch's forwarding loop on the language core's fused driver gives the general path's results.
 
-``DataPlane._receive_raw`` (used when the pipeline offers ``raw_entry_points``) must
+``DataPlane._receive_fused`` (used when the pipeline offers ``fused_entry_point``) must
 forward, count and drop exactly as ``DataPlane._receive_fast`` does on the
 ``ingress``/``egress`` API. Both run here in-process on fake port sockets (no
 interfaces, no root): the card program's vectors (tests/vectors/*.json) through the
-raw loop, and the same random frames through both loops, comparing sent frames,
+fused loop, and the same random frames through both loops, comparing sent frames,
 switch counters, queue counters and contents, port counters and the program's counters.
 """
 
@@ -59,7 +59,7 @@ class FakeSocket:
 
 
 class ResultOnlyPipeline:
-    """The pipeline seen through its ingress/egress API only (no raw drivers): the general loop."""
+    """The pipeline seen through its ingress/egress API only (no fused driver): the general loop."""
 
     def __init__(self, pipeline: Any) -> None:
         self.ingress = pipeline.ingress
@@ -78,14 +78,14 @@ class FakeClock:
 
 
 class Switch:
-    """A DataPlane over fake sockets with one card pipeline; ``raw`` picks the loop."""
+    """A DataPlane over fake sockets with one card pipeline; ``fused`` picks the loop."""
 
-    def __init__(self, raw: bool, priority_count: int = 4) -> None:
+    def __init__(self, fused: bool, priority_count: int = 4) -> None:
         self.pipeline = PROGRAM.new_pipeline()
         self.sockets = {number: FakeSocket() for number in PORTS}
         self.ports = [Port(number, f"p{number}", self.sockets[number], True) for number in PORTS]
         self.slot = PipelineSlot()
-        self.slot.pipeline = self.pipeline if raw else ResultOnlyPipeline(self.pipeline)
+        self.slot.pipeline = self.pipeline if fused else ResultOnlyPipeline(self.pipeline)
         self.packet_ins: list[bytes] = []
         self.dataplane = DataPlane(
             self.ports,
@@ -136,10 +136,10 @@ def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 class SwitchCard:
-    """A vector runner's card on the raw loop: one frame in, the frames the switch sent out."""
+    """A vector runner's card on the fused loop: one frame in, the frames the switch sent out."""
 
     def __init__(self) -> None:
-        self.switch = Switch(raw=True, priority_count=8)  # all priorities the card program sets
+        self.switch = Switch(fused=True, priority_count=8)  # all priorities the card program sets
         self.param_names = {a.preamble.name: [p.name for p in a.params] for a in PROGRAM.p4info.actions}
 
     def _ordered(self, action: str, params: Mapping[str, int]) -> tuple[int, ...]:
@@ -171,8 +171,8 @@ class SwitchCard:
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=IDS)
-def test_vectors_through_the_raw_loop(vector: dict[str, Any], fixed_clock: None) -> None:
-    """Every card vector gives its expected frames, drops and counters through the raw loop."""
+def test_vectors_through_the_fused_loop(vector: dict[str, Any], fixed_clock: None) -> None:
+    """Every card vector gives its expected frames, drops and counters through the fused loop."""
     if any(step["port"] not in PORTS for step in vector["steps"]):
         pytest.skip("a step arrives on a port this fake switch does not have")
     run_vector(vector, SwitchCard, exact_time=False, in_process=False)  # runts never reach a switch
@@ -232,11 +232,11 @@ def random_frame(rng: random.Random) -> bytes:
 
 
 def run_switch(
-    raw: bool, frames: list[tuple[int, bytes]], rate_port: int | None, monkeypatch: pytest.MonkeyPatch
+    fused: bool, frames: list[tuple[int, bytes]], rate_port: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, Any]:
     """The observable state after the frames went through one loop (fresh clock)."""
     monkeypatch.setattr(switch_dataplane.time, "monotonic_ns", FakeClock())
-    switch = Switch(raw)
+    switch = Switch(fused)
     install(switch.pipeline)
     if rate_port is not None:
         switch.dataplane.set_rate(10.0, rate_port)  # packets to it are queued, not sent at once
@@ -254,28 +254,31 @@ def run_switch(
 def test_random_frames_give_the_same_results(
     seed: int, rate_port: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Random frames on several ports: raw and general loops agree on everything observable."""
+    """Random frames on several ports: fused and general loops agree on everything observable."""
     rng = random.Random(seed)
     frames = [(rng.choice((1, 2, 3, 1, 2, 4)), random_frame(rng)) for _ in range(600)]
-    raw = run_switch(True, frames, rate_port, monkeypatch)
+    fused = run_switch(True, frames, rate_port, monkeypatch)
     general = run_switch(False, frames, rate_port, monkeypatch)
-    assert raw == general
-    sent = sum(len(frames) for frames in raw["sent"].values())
-    counters = raw["switch"]["counters"]
+    assert fused == general
+    sent = sum(len(frames) for frames in fused["sent"].values())
+    counters = fused["switch"]["counters"]
     assert sent > 30 and counters["ingress_drops"] > 10 and counters["parser_errors"] > 0
     assert counters["unknown_port_drops"] > 0
     if rate_port is not None:
-        assert sum(len(queue) for queue in raw["queued"][rate_port]) > 0
+        assert sum(len(queue) for queue in fused["queued"][rate_port]) > 0
 
 
-def test_a_crash_in_the_raw_loop_is_counted_and_logged_like_the_general_one(
+def test_a_crash_in_the_fused_loop_is_counted_and_logged_like_the_general_one(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """An exception in the generated ingress is reported as the ingress() API reports it."""
+    """An exception in the generated ingress is counted and logged with the error and the packet.
+
+    The fused loop runs ingress and egress in one call, so it names the pipeline as the stage.
+    """
     messages = []
-    for raw in (True, False):
+    for fused in (True, False):
         monkeypatch.setattr(switch_dataplane.time, "monotonic_ns", FakeClock())
-        switch = Switch(raw)
+        switch = Switch(fused)
         install(switch.pipeline)
         switch.pipeline.tables["MyIngress.route"].by_key = None  # makes the route lookup fail
         caplog.clear()
@@ -284,4 +287,5 @@ def test_a_crash_in_the_raw_loop_is_counted_and_logged_like_the_general_one(
         switch.receive(1, [frame])
         assert switch.dataplane.counters.packet_errors == 1
         messages.append([record.getMessage() for record in caplog.records])
-    assert messages[0] == messages[1] and "ingress failed" in messages[0][0]
+    assert "pipeline failed" in messages[0][0] and "ingress failed" in messages[1][0]
+    assert messages[0][0].replace("pipeline failed", "ingress failed") == messages[1][0]
