@@ -57,7 +57,7 @@ def fuse(python_source: str, table_actions: dict[str, list[str]]) -> str:
     inliner.check_tuples(body)
     layouts = class_layouts(classes)
     roots = find_roots(body, layouts)
-    body = AliasResolver(set(roots), stored_paths(body)).block(body, {})
+    body = AliasResolver(roots, layouts, stored_paths(body)).block(body, {})
     body = ScalarReplacer(roots, layouts, names).rewrite(body)
     fused = ast.FunctionDef(
         name=FUSED, args=driver.args, body=body, decorator_list=[], returns=None, type_comment=None
@@ -174,11 +174,13 @@ class Inliner:
         self.table_actions = table_actions
         self.names = names
         self.tuples: dict[str, list[str]] = {}  # L = (p_hdr, p_meta, ...): the names a context tuple holds
+        self.locals: set[str] = set()  # the local names of the function being built
 
     def run(self, driver: ast.FunctionDef) -> list[ast.stmt]:
         """The driver's body with every inlinable call replaced by the callee's body."""
         for name in local_names(driver):
             self.names.taken.add(name)
+            self.locals.add(name)
         return self.block(copy.deepcopy(driver.body))
 
     def block(self, statements: list[ast.stmt]) -> list[ast.stmt]:
@@ -229,6 +231,8 @@ class Inliner:
         if function is None or not inlinable(function, len(args)):
             return None
         params = [arg.arg for arg in function.args.args]
+        if loaded_names(function.body) - set(local_names(function)) & self.locals:
+            return None  # a global the callee reads is a local here: inlined, it would read the local
         body = copy.deepcopy(function.body)
         stored = stored_names(body)
         mapping: dict[str, str] = {}
@@ -253,6 +257,7 @@ class Inliner:
         for local in local_names(function):
             if local not in mapping:
                 mapping[local] = self.names.claim(local)
+                self.locals.add(mapping[local])
         for param, arg in zip(params, args, strict=True):
             if mapping[param] != getattr(arg, "id", None):
                 prologue.append(ast.Assign(targets=[ast.Name(mapping[param], ast.Store())], value=arg))
@@ -282,12 +287,14 @@ class Inliner:
         if len(tables) != 1 or (actions := self.table_actions.get(tables.pop())) is None or not actions:
             return None
         selector = self.names.claim("action")
+        self.locals.add(selector)
         branches: list[tuple[str, list[ast.stmt]]] = []
         for action in actions:
             function = self.functions.get(action)
             if function is None:
                 return None
             params = [ast.Name(self.names.claim(arg.arg), ast.Store()) for arg in function.args.args[:-1]]
+            self.locals.update(param.id for param in params)
             inlined = self.inline_function(action, [ast.Name(p.id, ast.Load()) for p in params] + [context])
             if inlined is None:
                 return None
@@ -511,17 +518,22 @@ PLAIN = "plain"  # a name bound to a value that is not an alias
 class AliasResolver:
     """Replace reads of ``_h`` after ``_h = hdr.f_tw`` by ``hdr.f_tw``, and drop the alias assignment.
 
+    Only names of objects are aliases (a header, a struct, a header stack: members all the
+    way down from a root); ``v = hdr.f_a.f_x`` copies a value and stays as it is.
     Flow-sensitive over the statement tree: inside a loop or an exception handler, and
     after a compound statement, a name aliased in it is UNKNOWN; reading an UNKNOWN name
     raises FusionError.
     """
 
-    def __init__(self, roots: set[str], stored: set[tuple[str, ...]]) -> None:
+    def __init__(
+        self, roots: dict[str, str], layouts: dict[str, Layout], stored: set[tuple[str, ...]]
+    ) -> None:
         self.roots = roots
+        self.layouts = layouts
         self.stored = stored
 
     def alias_target(self, statement: ast.stmt) -> tuple[str, ast.expr] | None:
-        """(name, path) if the statement is ``name = root.attr...`` and no part of the path is reassigned."""
+        """(name, path) for ``name = root.member...`` where no part of the path is ever reassigned."""
         if not (
             isinstance(statement, ast.Assign)
             and len(statement.targets) == 1
@@ -529,11 +541,21 @@ class AliasResolver:
         ):
             return None
         path = path_of(statement.value)
-        if path is None or len(path) < 2 or path[0] not in self.roots:
+        if path is None or len(path) < 2 or path[0] not in self.roots or not self.is_object_path(path):
             return None
         if any(path[:length] in self.stored for length in range(2, len(path) + 1)):
             return None
         return statement.targets[0].id, statement.value
+
+    def is_object_path(self, path: tuple[str, ...]) -> bool:
+        """Whether every step of the path after the root names a member (an object), not a scalar field."""
+        cls: str | None = self.roots[path[0]]
+        for attr in path[1:]:
+            layout = self.layouts.get(cls) if cls is not None else None
+            if layout is None or attr not in layout.members:
+                return False
+            cls = member_class(layout.members[attr], self.layouts)  # None: a stack or other object, a leaf
+        return True
 
     def aliased_in(self, statement: ast.stmt) -> set[str]:
         """Names that statements nested in this one make aliases."""
@@ -556,13 +578,14 @@ class AliasResolver:
                 env[name] = self.substitute(value, env)
                 continue
             aliased_inside = self.aliased_in(statement)
+            bound_inside = stored_names([statement]) | aliased_inside  # before the alias assignments go
             if isinstance(statement, ast.If):
                 statement.test = self.substitute(statement.test, env)
                 statement.body = non_empty(self.block(statement.body, dict(env)))
                 statement.orelse = self.block(statement.orelse, dict(env))
             elif isinstance(statement, ast.While | ast.For):
                 inner = dict(env)
-                for name in stored_names([statement]):
+                for name in bound_inside:
                     inner[name] = UNKNOWN if name in aliased_inside else PLAIN
                 if isinstance(statement, ast.For):
                     statement.iter = self.substitute(statement.iter, env)
@@ -573,9 +596,12 @@ class AliasResolver:
                 statement.body = non_empty(self.block(statement.body, inner))
                 statement.orelse = self.block(statement.orelse, dict(inner))
             elif isinstance(statement, ast.Try):
+                bound_in_body = stored_names(statement.body) | self.aliased_in(
+                    ast.If(ast.Constant(True), statement.body, [])
+                )
                 statement.body = non_empty(self.block(statement.body, dict(env)))
                 after = dict(env)
-                for name in stored_names(statement.body):
+                for name in bound_in_body:
                     after[name] = UNKNOWN if name in aliased_inside else PLAIN
                 for handler in statement.handlers:
                     handler_env = dict(after)
@@ -588,7 +614,8 @@ class AliasResolver:
                 raise FusionError(f"unexpected statement {type(statement).__name__}")
             else:
                 statement = self.substitute(statement, env)
-            for name in stored_names([statement]):
+                bound_inside = stored_names([statement])
+            for name in bound_inside:
                 env[name] = UNKNOWN if name in aliased_inside else PLAIN
             out.append(statement)
         return out
@@ -617,6 +644,65 @@ class Node:
     path: tuple[str, ...]
     children: dict[str, Node] = field(default_factory=dict)
     escaped: bool = False
+    stack: StackShape | None = None  # a header stack: its elements' class, their blank, its size
+
+
+@dataclass(frozen=True)
+class StackShape:
+    """A header stack created as ``HeaderStack(element_class, blank, size)``."""
+
+    element: str
+    blank: str
+    size: int
+
+
+STACK_FIELDS = ("items", "nxt")  # the state of a HeaderStack (emulation.target.runtime) as locals
+STACK_CONSTANTS = ("cls", "blank")
+
+
+def stack_shape(initialiser: ast.expr) -> StackShape | None:
+    """The shape of a ``HeaderStack(S_x, B_S_x, n)`` initialiser."""
+    if (
+        isinstance(initialiser, ast.Call)
+        and isinstance(initialiser.func, ast.Name)
+        and initialiser.func.id == "HeaderStack"
+        and len(initialiser.args) == 3
+        and not initialiser.keywords
+    ):
+        element, blank, size = initialiser.args
+        if isinstance(element, ast.Name) and isinstance(blank, ast.Name) and isinstance(size, ast.Constant):
+            if type(size.value) is int:
+                return StackShape(element.id, blank.id, size.value)
+    return None
+
+
+def stack_method_use(attribute: ast.Attribute, parents: dict[int, ast.AST]) -> bool:
+    """Whether ``stack.<method>`` is used in a form the scalar replacement rewrites.
+
+    ``stack.push_front(n)`` and ``stack.pop_front(n)`` statements with a constant n,
+    ``name = stack.w(index)`` with a constant or a name as index, and ``stack.stored()``.
+    """
+    call = parents.get(id(attribute))
+    if not isinstance(call, ast.Call) or call.func is not attribute or call.keywords:
+        return False
+    holder = parents.get(id(call))
+    if attribute.attr in ("push_front", "pop_front"):
+        return (
+            isinstance(holder, ast.Expr)
+            and len(call.args) == 1
+            and isinstance(call.args[0], ast.Constant)
+            and type(call.args[0].value) is int
+        )
+    if attribute.attr == "w":
+        return (
+            isinstance(holder, ast.Assign)
+            and len(holder.targets) == 1
+            and isinstance(holder.targets[0], ast.Name)
+            and len(call.args) == 1
+            and isinstance(call.args[0], ast.Constant | ast.Name)
+            and getattr(call.args[0], "id", None) != holder.targets[0].id  # the index is read twice
+        )
+    return attribute.attr == "stored" and not call.args
 
 
 class ScalarReplacer:
@@ -636,10 +722,20 @@ class ScalarReplacer:
             child = member_class(initialiser, self.layouts)
             if child is not None:
                 self.add_node((*path, attr), child)
+            elif (shape := stack_shape(initialiser)) is not None:
+                self.nodes[(*path, attr)] = Node("HeaderStack", (*path, attr), stack=shape)
 
     def fields(self, path: tuple[str, ...]) -> set[str]:
         layout = self.layouts[self.nodes[path].cls]
         return set(layout.scalars) | set(layout.members)
+
+    def stack_use_is_replaceable(self, attribute: ast.Attribute, parents: dict[int, ast.AST]) -> bool:
+        """Whether this use of a header stack (``attribute.value``) can be rewritten on its locals."""
+        if attribute.attr in STACK_FIELDS:
+            return True
+        if attribute.attr in STACK_CONSTANTS:
+            return isinstance(attribute.ctx, ast.Load)
+        return stack_method_use(attribute, parents)
 
     # ----- which objects escape
     def mark_escapes(self, body: list[ast.stmt]) -> None:
@@ -666,6 +762,10 @@ class ScalarReplacer:
                     parent = parents.get(id(current))
                     if not (isinstance(parent, ast.Attribute) and parent.value is current):
                         self.nodes[path].escaped = True  # the object itself is used
+                        break
+                    if self.nodes[path].stack is not None:
+                        if not self.stack_use_is_replaceable(parent, parents):
+                            self.nodes[path].escaped = True
                         break
                     if parent.attr not in self.fields(path):
                         self.nodes[path].escaped = True  # a method or unknown attribute
@@ -706,6 +806,10 @@ class ScalarReplacer:
             if created is not None:
                 out.extend(created)
                 continue
+            stack_operation = self.stack_statement(statement)
+            if stack_operation is not None:
+                out.extend(stack_operation)
+                continue
             if isinstance(statement, ast.Return) and is_spill(statement):
                 out.extend(self.rebuild(statement))
             for name in ("body", "orelse", "finalbody"):
@@ -715,6 +819,53 @@ class ScalarReplacer:
                 handler.body = non_empty(self.block(handler.body))
             out.append(self.replace_paths(statement))
         return out
+
+    def stack_method(self, call: ast.AST) -> tuple[str, ...] | None:
+        """The path of the replaced header stack whose method this is a call of, if it is one."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            return None
+        path = path_of(call.func.value)
+        if path is None or not self.replaced(path) or self.nodes[path].stack is None:
+            return None
+        return path
+
+    def stack_statement(self, statement: ast.stmt) -> list[ast.stmt] | None:
+        """push_front/pop_front/w of a replaced header stack as statements on its locals.
+
+        The same steps as HeaderStack's methods (emulation.target.runtime), with the size,
+        the count and the element class known here.
+        """
+        if isinstance(statement, ast.Expr | ast.Assign):
+            call = statement.value
+        else:
+            return None
+        path = self.stack_method(call)
+        if path is None or call.func.attr not in ("push_front", "pop_front", "w"):
+            return None  # stored() is an expression, rewritten where it is
+        shape = self.nodes[path].stack
+        items, nxt = (self.leaf((*path, name)) for name in STACK_FIELDS)
+        method, blank, size = call.func.attr, shape.blank, shape.size
+        if method == "w":
+            name, index = statement.targets[0].id, ast.unparse(call.args[0])
+            element = f"{items}[{index}]"
+            return statements(
+                f"{name} = {element}\nif {name} is {blank}:\n    {name} = {element} = {shape.element}()"
+            )
+        count = min(call.args[0].value, size)
+        if method == "push_front" and count > 0:
+            if count == 1:
+                return statements(
+                    f"{items}.pop()\n{items}.insert(0, {blank})\nif {nxt} < {size}:\n    {nxt} += 1"
+                )
+            return statements(
+                f"del {items}[{size - count}:]\n{items}[0:0] = [{blank}] * {count}\n"
+                f"{nxt} = min({nxt} + {count}, {size})"
+            )
+        if method == "pop_front" and count > 0:
+            return statements(
+                f"del {items}[:{count}]\n{items}.extend([{blank}] * {count})\n{nxt} = max({nxt} - {count}, 0)"
+            )
+        return [ast.Pass()]  # a push or pop of nothing
 
     def creation(self, statement: ast.stmt) -> list[ast.stmt] | None:
         """``hdr = S_headers_t()`` of a replaced root -> its fields' locals set to their initial values."""
@@ -742,6 +893,10 @@ class ScalarReplacer:
 
     def initial_values(self, path: tuple[str, ...]) -> list[ast.stmt]:
         """Locals of a replaced object (and its replaced members) set as its constructor would."""
+        shape = self.nodes[path].stack
+        if shape is not None:
+            items, nxt = (self.leaf((*path, name)) for name in STACK_FIELDS)
+            return statements(f"{items} = [{shape.blank}] * {shape.size}\n{nxt} = 0")
         layout = self.layouts[self.nodes[path].cls]
         out: list[ast.stmt] = []
         by_value: dict[object, list[str]] = {}
@@ -775,6 +930,14 @@ class ScalarReplacer:
 
     def store_fields(self, path: tuple[str, ...]) -> list[ast.stmt]:
         """``obj.f = local`` for every field of a replaced object, recursively."""
+        if self.nodes[path].stack is not None:
+            return [
+                ast.Assign(
+                    targets=[attribute_path((*path, name), ast.Store())],
+                    value=ast.Name(self.leaf((*path, name)), ast.Load()),
+                )
+                for name in STACK_FIELDS
+            ]
         layout = self.layouts[self.nodes[path].cls]
         out: list[ast.stmt] = []
         for attr in [*layout.scalars, *layout.members]:
@@ -797,7 +960,24 @@ class ScalarReplacer:
             def visit_Attribute(self, node: ast.Attribute):
                 path = path_of(node)
                 if path is not None and replacer.replaced(path[:-1]) and not replacer.replaced(path):
+                    shape = replacer.nodes[path[:-1]].stack
+                    if shape is not None and path[-1] in STACK_CONSTANTS:
+                        constant = shape.element if path[-1] == "cls" else shape.blank
+                        return ast.copy_location(ast.Name(constant, ast.Load()), node)
                     return ast.copy_location(ast.Name(replacer.leaf(path), node.ctx), node)
+                self.generic_visit(node)
+                return node
+
+            def visit_Call(self, node: ast.Call):
+                stack = replacer.stack_method(node)
+                if stack is not None and node.func.attr == "stored":  # stack.stored(), an expression
+                    items = replacer.leaf((*stack, "items"))
+                    return ast.copy_location(
+                        ast.parse(
+                            f"stored_headers({items}, {replacer.nodes[stack].stack.blank})", mode="eval"
+                        ).body,
+                        node,
+                    )
                 self.generic_visit(node)
                 return node
 
@@ -826,6 +1006,11 @@ def is_spill(node: ast.AST) -> bool:
         and len(node.value.args) == 4
         and isinstance(node.value.args[2], ast.Tuple)
     )
+
+
+def statements(source: str) -> list[ast.stmt]:
+    """The statements of a piece of Python source (the rewrites' templates)."""
+    return ast.parse(source).body
 
 
 def assign(name: str, value: ast.expr) -> ast.Assign:

@@ -85,6 +85,7 @@ def _runtime_namespace() -> dict:
         "ExitPipeline": ExitPipeline,
         "PacketError": PacketError,
         "HeaderStack": runtime.HeaderStack,
+        "stored_headers": runtime.stored_headers,
         "make_blank": runtime.make_blank,
         "Struct": struct.Struct,
         "PacketIn": PacketIn,

@@ -69,6 +69,22 @@ def make_blank(header_class: type):
     return blank_class()
 
 
+def stored_headers(items: list, blank) -> list:
+    """The elements of a header stack's list that are not the shared blank, in index order.
+
+    ``list.count`` compares by identity first, so counting the blanks is one C-level
+    pass. Usually the stored elements come first and the blanks after them (extract,
+    push_front and writes fill a stack from index 0): then the answer is a slice.
+    """
+    blanks = items.count(blank)
+    if not blanks:
+        return items
+    head = items[: len(items) - blanks]
+    if not head.count(blank):
+        return head
+    return [header for header in items if header is not blank]
+
+
 class HeaderStack:
     """A header stack: its elements and the next index (number of extracted/pushed elements).
 
@@ -93,20 +109,8 @@ class HeaderStack:
         return header
 
     def stored(self) -> list:
-        """The elements that are not the shared blank, in index order (for the deparser).
-
-        ``list.count`` compares by identity first, so counting the blanks is one C-level
-        pass. Usually the stored elements come first and the blanks after them (extract,
-        push_front and writes fill a stack from index 0): then the answer is a slice.
-        """
-        items, blank = self.items, self.blank
-        blanks = items.count(blank)
-        if not blanks:
-            return items
-        head = items[: len(items) - blanks]
-        if not head.count(blank):
-            return head
-        return [header for header in items if header is not blank]
+        """The elements that are not the shared blank, in index order (for the deparser)."""
+        return stored_headers(self.items, self.blank)
 
     def copy(self) -> HeaderStack:
         """An independent copy (P4 assignment semantics)."""
