@@ -52,7 +52,9 @@ from test_target_features import OPERANDS, ops_packet
 from test_target_forwarding import frame as ipv4_test_frame
 from test_target_forwarding import routed
 
-from emulation.target import Pipeline, compile_program
+from emulation.target import Pipeline, compile_program, compiler
+from emulation.target.compiler import clear_memory_cache
+from emulation.target.fusion import FusionError
 from emulation.target.vectors import (
     EmbeddedCard,
     Outcome,
@@ -61,7 +63,8 @@ from emulation.target.vectors import (
     run_vector,
 )
 
-PROGS = Path(__file__).resolve().parents[1] / "p4progs"
+REPO = Path(__file__).resolve().parents[2]
+PROGS = REPO / "tests" / "p4progs"
 VECTOR_FILES = sorted((Path(__file__).resolve().parents[1] / "vectors").glob("*.json"))
 VECTORS = load_all(VECTOR_FILES)
 VECTOR_IDS = [f"{Path(v['file']).stem}:{v['name']}" for v in VECTORS]
@@ -870,6 +873,36 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Cas
     yield get
 
 
+@pytest.fixture(scope="module")
+def plain_compiled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Case], Any]]:
+    """The programs compiled with the fusion pass declining: run_fused as the code generator writes it."""
+    folder = tmp_path_factory.mktemp("plain_p4")
+    programs: dict[str, Any] = {}
+
+    def refuse(python_source: str, table_actions: dict[str, list[str]]) -> str:
+        raise FusionError("declined by the test")
+
+    def get(case: Case) -> Any:
+        if case.name not in programs:
+            if case.name == "card":
+                path = REPO / "p4src" / "card.p4"
+            elif case.path is None:
+                path = folder / f"{case.name}.p4"
+                path.write_text(EGRESS_P4)
+            else:
+                path = case.path
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(compiler, "fuse", refuse)
+                clear_memory_cache()  # the cache holds the fused programs under the same key
+                try:
+                    programs[case.name] = compile_program(path, use_disk_cache=False)
+                finally:
+                    clear_memory_cache()
+        return programs[case.name]
+
+    yield get
+
+
 def required_kinds(case: Case, policy: str) -> set[str]:
     """The outcomes a case must produce under an admit policy."""
     kinds = set(case.kinds)
@@ -895,6 +928,16 @@ def test_fused_driver_matches_ingress_plus_egress(
     )
     missing = required_kinds(case, policy) - set(tally)
     assert not missing, f"the frames never produced {sorted(missing)} (seen: {dict(tally)})"
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS, ids=[case.name for case in CASES])
+def test_the_driver_as_generated_matches_too(case: Case, plain_compiled: Callable[[Case], Any]) -> None:
+    """When the fusion pass declines a program, the switch runs run_fused as generated: it must agree too."""
+    program = plain_compiled(case)
+    driver = program.python_source[program.python_source.index("def run_fused") :]
+    assert "hdr = " in driver and "ctl_" in driver  # the objects and the block calls are still there
+    pair = new_pair(program, case.setup)
+    run_sequence(f"{case.name}/plain", pair, case.frames(), POLICIES["coin"], seed=f"{case.name}:plain")
 
 
 BROKEN_TABLES = [
