@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Callable
 
 
 class FusionError(Exception):
@@ -97,6 +98,15 @@ def sub_blocks(statement: ast.stmt) -> list[list[ast.stmt]]:
     ]
     blocks += [handler.body for handler in getattr(statement, "handlers", [])]
     return blocks
+
+
+def rewrite_sub_blocks(statement: ast.stmt, rewrite: Callable[[list[ast.stmt]], list[ast.stmt]]) -> None:
+    """Replace each non-empty statement list nested directly in a compound statement by rewrite(list)."""
+    for name in ("body", "orelse", "finalbody"):
+        if getattr(statement, name, None):
+            setattr(statement, name, non_empty(rewrite(getattr(statement, name))))
+    for handler in getattr(statement, "handlers", []):
+        handler.body = non_empty(rewrite(handler.body))
 
 
 def non_empty(block: list[ast.stmt]) -> list[ast.stmt]:

@@ -12,6 +12,7 @@ from .fusion_ast import (
     loaded_names,
     local_names,
     non_empty,
+    rewrite_sub_blocks,
     stored_names,
 )
 
@@ -52,11 +53,7 @@ class Inliner:
                 and all(isinstance(item, ast.Name) for item in statement.value.elts)
             ):
                 self.tuples[statement.targets[0].id] = [item.id for item in statement.value.elts]
-            for name in ("body", "orelse", "finalbody"):
-                if hasattr(statement, name) and getattr(statement, name):
-                    setattr(statement, name, non_empty(self.block(getattr(statement, name))))
-            for handler in getattr(statement, "handlers", []):
-                handler.body = non_empty(self.block(handler.body))
+            rewrite_sub_blocks(statement, self.block)
             out.append(statement)
         return out
 
@@ -213,16 +210,22 @@ class ReturnToBreak(ast.NodeTransformer):
 
 
 def remove_dead_stores(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Drop ``name = <names, constants or a tuple of them>`` where the name is never read."""
+    """Drop ``name = <names, constants or a tuple of them>`` where the name is never read.
+
+    Repeated while a pass removes something: dropping ``L = (hdr, meta, LV)`` can leave
+    ``LV = None`` unread.
+    """
     while True:
-        before = sum(1 for statement in body for _ in ast.walk(statement))
-        body = prune_dead_stores(body, loaded_names(body))
-        if sum(1 for statement in body for _ in ast.walk(statement)) == before:
+        removed: list[ast.stmt] = []
+        body = prune_dead_stores(body, loaded_names(body), removed)
+        if not removed:
             return body
 
 
-def prune_dead_stores(statements: list[ast.stmt], loaded: set[str]) -> list[ast.stmt]:
-    """One pass of remove_dead_stores over a block and the blocks nested in it."""
+def prune_dead_stores(
+    statements: list[ast.stmt], loaded: set[str], removed: list[ast.stmt]
+) -> list[ast.stmt]:
+    """One pass of remove_dead_stores over a block and its nested blocks; what it drops goes to `removed`."""
     out = []
     for statement in statements:
         if (
@@ -230,12 +233,9 @@ def prune_dead_stores(statements: list[ast.stmt], loaded: set[str]) -> list[ast.
             and all(isinstance(t, ast.Name) and t.id not in loaded for t in statement.targets)
             and is_trivial(statement.value)
         ):
+            removed.append(statement)
             continue
-        for name in ("body", "orelse", "finalbody"):
-            if hasattr(statement, name) and getattr(statement, name):
-                setattr(statement, name, non_empty(prune_dead_stores(getattr(statement, name), loaded)))
-        for handler in getattr(statement, "handlers", []):
-            handler.body = non_empty(prune_dead_stores(handler.body, loaded))
+        rewrite_sub_blocks(statement, lambda block: prune_dead_stores(block, loaded, removed))
         out.append(statement)
     return out
 

@@ -6,7 +6,15 @@ import ast
 import copy
 from dataclasses import dataclass
 
-from .fusion_ast import FusionError, NameSource, assign, attribute_path, non_empty, path_of, statements
+from .fusion_ast import (
+    FusionError,
+    NameSource,
+    assign,
+    attribute_path,
+    path_of,
+    rewrite_sub_blocks,
+    statements,
+)
 from .fusion_objects import Layout, member_class
 
 SPILL_HOOK = "queue"  # hooks.queue(port, priority, state, ts): the state is rebuilt from the locals there
@@ -187,11 +195,7 @@ class ScalarReplacer:
                 continue
             if isinstance(statement, ast.Return) and is_spill(statement):
                 out.extend(self.rebuild(statement))
-            for name in ("body", "orelse", "finalbody"):
-                if hasattr(statement, name) and getattr(statement, name):
-                    setattr(statement, name, non_empty(self.block(getattr(statement, name))))
-            for handler in getattr(statement, "handlers", []):
-                handler.body = non_empty(self.block(handler.body))
+            rewrite_sub_blocks(statement, self.block)
             out.append(self.replace_paths(statement))
         return out
 

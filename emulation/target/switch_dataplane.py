@@ -84,17 +84,11 @@ class FusedPathHooks:
 
     def queue(self, egress_port: int, priority: int, state: Any, timestamp_us: int) -> None:
         """A packet for a busy, rate-limited or unknown port: into its queue (tail drop when full)."""
-        dataplane = self.dataplane
-        queues = dataplane.queues.get(egress_port)
-        if queues is None:
-            self.counters.unknown_port_drops += 1
-            return
         sm = state[2]
         result = IngressResult(
             False, egress_port, priority, sm.f_packet_length, sm.f_mcast_grp, state, sm.f_parser_error
         )
-        if queues.enqueue(priority, result, timestamp_us):
-            dataplane._active.add(egress_port)
+        self.dataplane._enqueue(result, timestamp_us)
 
 
 class DataPlane:
@@ -316,7 +310,7 @@ class DataPlane:
         number = port.number
         origin_ns = self._clock_origin_ns
         ingress, egress = pipeline.ingress, pipeline.egress
-        all_queues, ports, counters = self.queues, self.ports, self.counters
+        admit, counters = self._admit, self.counters
         departures: list[tuple[int, bytes]] = []
         for frame, arrival_ns in batch:
             if len(frame) < ETHERNET_HEADER_BYTES:
@@ -334,19 +328,9 @@ class DataPlane:
                 counters.ingress_drops += 1
                 continue
             egress_port = result.egress_spec
-            queues = all_queues.get(egress_port)
-            if queues is None:
-                counters.unknown_port_drops += 1
+            if not admit(egress_port, result.priority):
+                self._enqueue(result, now_us)
                 continue
-            priority = result.priority
-            if queues.backlog or queues.rate_pps is not None or not 0 <= priority < queues.priority_count:
-                if queues.enqueue(priority, result, now_us):
-                    self._active.add(egress_port)
-                continue
-            # an idle port without a rate limit: the packet would be dequeued at once
-            queue_counters = queues.counters[priority]
-            queue_counters.enqueued += 1
-            queue_counters.dequeued += 1
             try:
                 out = egress(result, egress_port, 0, 0, 0, now_us)
             except Exception as error:
@@ -356,12 +340,8 @@ class DataPlane:
                 counters.egress_drops += 1
                 continue
             departures.append((egress_port, out))
-        for egress_port, out in departures:
-            out_port = ports.get(egress_port)
-            if out_port is not None:
-                out_port.send(out)
-            elif self.packet_in is not None:
-                self.packet_in(out)
+        if departures:
+            self._send_departures(departures)
 
     def _receive_fused(self, port: Port, run_fused: Callable[..., tuple[int, bytes] | None]) -> None:
         """``_receive_fast`` on the language core's fused driver (``Pipeline.fused_entry_point``).
@@ -394,8 +374,20 @@ class DataPlane:
         if departures:
             self._send_departures(departures)
 
+    def _enqueue(self, result: IngressResult, now_us: int) -> None:
+        """A packet for a busy, rate-limited or unknown port: into its queue (tail drop when full)."""
+        queues = self.queues.get(result.egress_spec)
+        if queues is None:
+            self.counters.unknown_port_drops += 1
+        elif queues.enqueue(result.priority, result, now_us):
+            self._active.add(queues.port)
+
     def _admit(self, egress_port: int, priority: int) -> bool:
-        """Whether a packet for this port and priority leaves at once (idle, unlimited port): counted."""
+        """Whether a packet for this port and priority leaves at once (idle, unlimited port): counted.
+
+        An idle port without a rate limit would dequeue the packet at once, so it is counted
+        as enqueued and dequeued, and goes straight through egress.
+        """
         queues = self.queues.get(egress_port)
         if (
             queues is None
@@ -465,18 +457,10 @@ class DataPlane:
         if result.dropped:
             counters.ingress_drops += 1
             return
-        queues = self.queues.get(result.egress_spec)
-        if queues is None:
-            counters.unknown_port_drops += 1
-            return
-        if not queues.backlog and queues.rate_pps is None and 0 <= result.priority < queues.priority_count:
-            # an idle port without a rate limit: the packet would be dequeued at once
-            queue_counters = queues.counters[result.priority]
-            queue_counters.enqueued += 1
-            queue_counters.dequeued += 1
+        if self._admit(result.egress_spec, result.priority):
             self._egress_and_send(pipeline, result.egress_spec, result, 0, 0, 0, now_us)
-        elif queues.enqueue(result.priority, result, now_us):
-            self._active.add(queues.port)
+        else:
+            self._enqueue(result, now_us)
 
     def _egress_and_send(
         self,
