@@ -4,10 +4,10 @@
 
 * ``bmv2``: runs ``p4c --target bmv2 --arch v1model --p4runtime-files ...``; the
   device config is bmv2's JSON. Needs p4c on PATH (the Vagrant VM).
-* ``embedded``: the embedded target's own front end (``emulation.target``,
+* ``embedded``: the embedded target's own front end (``p4switch``,
   imported here lazily, only for this step: the controller needs nothing else
   of the emulation). Its device config is the P4 source text, which the switch
-  compiles itself (emulation/target/switch_program.py); ``-D`` defines are
+  compiles itself (p4switch/daemon/program.py); ``-D`` defines are
   written in front of the source so that the switch compiles the same program.
 
 Results are cached by a hash of the source text, the defines, the include
@@ -88,7 +88,7 @@ def compile_card_program(
 def _compile_embedded(
     source: Path, key: str, defines: dict, include_dirs: list[str]
 ) -> tuple[p4info_pb2.P4Info, bytes]:
-    from emulation.target import P4CompileError, compile_program
+    from p4switch import P4CompileError, compile_program
 
     text = source.read_text()
     if defines:

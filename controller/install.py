@@ -49,7 +49,6 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller import card_program as card
 from controller.p4info_index import P4InfoIndex, P4InfoLookupError, p4info_difference
 from controller.p4runtime_conn import (
     CONNECT_TIMEOUT,
@@ -70,6 +69,7 @@ from controller.translate import (
 )
 from controller.twins import CardPlan, plan_cards
 from controller.wire import WireEncoder
+from p4src import card
 
 #: Updates per WriteRequest.
 DEFAULT_BATCH_SIZE = 500

@@ -27,7 +27,7 @@ from controller.p4info_index import P4InfoIndex
 from controller.translate import UPDATE_NAMES, EntrySpec
 from controller.wire import table_entries, update_type, write_request
 
-#: Election id of the controller: (high, low). The read-only shell uses a lower one (controller.shell_cli).
+#: Election id of the controller: (high, low). The read-only shell uses a lower one (emulation.shell_cli).
 CONTROLLER_ELECTION_ID = (0, 100)
 #: Seconds to wait for a card's gRPC server to accept the connection.
 CONNECT_TIMEOUT = 5.0

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from p4.v1 import p4runtime_pb2
 
-from controller import card_program as card
 from controller.p4info_index import FieldInfo, P4InfoIndex
+from p4src import card
 
 
 class EncodingError(ValueError):

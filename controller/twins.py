@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from controller import card_program as card
 from controller.routing.table import RoutingTables
 from controller.translate import EntrySpec
+from p4src import card
 from topologies.model import PortRef, Topology
 
 

@@ -17,7 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("controller.analysis.cli", "route tables, paths, deadlock check, metrics and loads"),
     "clean": ("emulation.clean", "remove what a crashed twinnet network left (processes, interfaces, state)"),
     "cost": ("topologies.cost_cli", "fat-tree cost and optimum radix, monolithic vs twin; BvN link degrees"),
-    "shell": ("controller.shell_cli", "p4runtime-shell on a card of the running network (read-only default)"),
+    "shell": ("emulation.shell_cli", "p4runtime-shell on a card of the running network (read-only default)"),
     "cli": ("emulation.mininet_cli", "Mininet's CLI on a routed network, plus path, load, counters"),
     "run": ("emulation.run_cli", "emulate a network: send probes, compare their paths with the model"),
 }

@@ -197,7 +197,7 @@ def counter_lines(network, cards, name: str) -> list[str]:
         + ", ".join(f"{p}/{vc}: {c}" for (p, vc), c in sorted(counters.tx_port_vc.items()))
     )
     if network.switch_class.target_name == "embedded":
-        from emulation.target.switch_control import request
+        from p4switch.daemon.side_channel import request
 
         with contextlib.suppress(OSError):
             stats = request(network.cards[name].thrift_port, {"cmd": "stats"}, timeout=2.0)

@@ -69,7 +69,6 @@ from emulation.state import (
 from emulation.switches import (
     GRPC_PORT_BASE,
     MAX_CARD_ID,
-    REPO_ROOT,
     THRIFT_PORT_BASE,
     P4CardSwitch,
     PreparedProgram,
@@ -79,12 +78,13 @@ from emulation.switches import (
     stop_switches,
     wait_until_ready,
 )
+from p4src import CARD_PROGRAM
 from topologies.model import PortRef, Topology
 
 Progress = Callable[[str], None]
 
 #: The card program every card runs unless told otherwise.
-DEFAULT_PROGRAM = REPO_ROOT / "p4src" / "card.p4"
+DEFAULT_PROGRAM = CARD_PROGRAM
 #: Where a run's logs and records go when no out_dir is given: <this>/<run id>.
 DEFAULT_OUT_ROOT = Path("/tmp/twinnet/out")
 #: Seconds to wait for another twinnet network to end before refusing.

@@ -3,8 +3,7 @@
 This module mirrors the headers of ``p4src/card.p4`` (documented byte by byte
 in ``p4src/README.md``): the twinnet routing header (20 bytes, EtherType
 0x88B5) and the trace entries every card appends (16 bytes each, the newest
-first on the wire). It also names the card program's drop reasons and counter
-indices, so that tests and the controller read counters by meaning.
+first on the wire). Its constants come from ``p4src/card.py``, the card program's interface.
 
 Build a probe from PE 0 to PE 5, as a host's traffic generator sends it, and
 decode what a receiver gets back (here: the same frame after one card added
@@ -27,7 +26,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from scapy.fields import (
     BitField,
@@ -43,90 +41,31 @@ from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
 
+from p4src.card import (  # noqa: F401  (re-exported: the packet side of the card's interface)
+    CARD_COUNTERS,
+    CARD_TABLES,
+    COUNTER_DROPS,
+    COUNTER_RX_PORT,
+    COUNTER_TX_PORT_VC,
+    DEFAULT_HOP_LIMIT,
+    DROP_REASON_CELLS,
+    DROP_REASONS,
+    ETHERTYPE_IPV4,
+    ETHERTYPE_TWINNET,
+    MAX_TRACE,
+    NEXT_PROBE,
+    PORTS,
+    TIME_MODULUS,
+    TRACE_ENTRY_LEN,
+    TWINNET_HEADER_LEN,
+    UNSET_CARD_ID,
+    VCS_PER_PORT,
+    port_vc_index,
+)
 from topologies.addressing import host_mac
 
-#: EtherType of the twinnet header (IEEE 802 Local Experimental EtherType 1).
-ETHERTYPE_TWINNET = 0x88B5
-ETHERTYPE_IPV4 = 0x0800
-#: ``next_type`` of a probe: what follows the trace is the sender's opaque payload.
-NEXT_PROBE = 0x0000
-
-TWINNET_HEADER_LEN = 20
-TRACE_ENTRY_LEN = 16
-#: Trace entries a packet can carry (``TW_MAX_TRACE`` in card.p4).
-MAX_TRACE = 24
-#: Default hop limit of a card (``TW_DEFAULT_HOP_LIMIT`` in card.p4).
-DEFAULT_HOP_LIMIT = MAX_TRACE
-#: Card id in the trace of a card whose ``MyIngress.card_config`` was not set.
-UNSET_CARD_ID = 0xFFFF
 #: Hosts' addresses: PE p is 10.0.0.0 + p + 1 (topologies/addressing.py).
 HOST_BASE = 0x0A000001
-#: The card program's 48-bit time fields wrap at this value (microseconds).
-TIME_MODULUS = 1 << 48
-
-#: Drop reasons: index of the ``MyIngress.drops`` counter cell each one counts in.
-DROP_REASONS: dict[str, int] = {
-    "malformed": 1,  # parser error: truncated frame, more trace entries than the stack holds
-    "unknown_type": 2,  # not twinnet (from a card port), neither twinnet nor IPv4 (from a host port)
-    "bad_address": 3,  # IPv4 from a host whose destination is no PE's address
-    "no_route": 4,  # MyIngress.route missed
-    "hop_limit": 5,  # hop_count reached the card's hop limit
-    "trace_full": 6,  # TW_MAX_TRACE entries already: this card could not append its own
-    "no_queue": 7,  # MyIngress.vc_queue has no entry for (routing class, VC)
-}
-DROP_REASON_CELLS = 8
-
-#: Counters of the card program (P4Info names) and their sizes.
-COUNTER_RX_PORT = "MyIngress.rx_port"  # index: ingress port
-COUNTER_DROPS = "MyIngress.drops"  # index: DROP_REASONS[reason]
-COUNTER_TX_PORT_VC = "MyEgress.tx_port_vc"  # index: port_vc_index(egress port, vc)
-PORTS = 512
-VCS_PER_PORT = 16
-
-
-#: The card program's control-plane interface, as P4Info names it: for each
-#: table its match fields (name, bit width; all exact) and its actions with
-#: their parameters (name, bit width). ``NoAction`` is p4c's built-in.
-CARD_TABLES: dict[str, dict[str, Any]] = {
-    "MyIngress.card_config": {
-        "keys": [],
-        "actions": {"MyIngress.set_card": [("card_id", 16), ("hop_limit", 8)]},
-        "default": ("MyIngress.set_card", {"card_id": UNSET_CARD_ID, "hop_limit": DEFAULT_HOP_LIMIT}),
-    },
-    "MyIngress.host_in": {
-        "keys": [("standard_metadata.ingress_port", 9)],
-        "actions": {"MyIngress.from_host": [("pe", 16), ("rclass", 4)], "NoAction": []},
-        "default": ("NoAction", {}),
-    },
-    "MyIngress.route": {
-        "keys": [("standard_metadata.ingress_port", 9), ("hdr.tw.dst_pe", 16), ("hdr.tw.rclass", 4)],
-        "actions": {"MyIngress.set_route": [("port", 9), ("vc", 4)], "MyIngress.drop_no_route": []},
-        "default": ("MyIngress.drop_no_route", {}),
-    },
-    "MyIngress.vc_queue": {
-        "keys": [("hdr.tw.rclass", 4), ("hdr.tw.vc", 4)],
-        "actions": {"MyIngress.set_queue": [("prio", 3)], "MyIngress.drop_no_queue": []},
-        "default": ("MyIngress.drop_no_queue", {}),
-    },
-    "MyEgress.host_out": {
-        "keys": [("standard_metadata.egress_port", 9)],
-        "actions": {"MyEgress.to_host": [], "NoAction": []},
-        "default": ("NoAction", {}),
-    },
-}
-#: Indexed counters (P4Info name -> number of cells); all count packets and bytes.
-CARD_COUNTERS: dict[str, int] = {
-    COUNTER_RX_PORT: PORTS,
-    COUNTER_DROPS: DROP_REASON_CELLS,
-    COUNTER_TX_PORT_VC: PORTS * VCS_PER_PORT,
-}
-
-
-def port_vc_index(port: int, vc: int) -> int:
-    """Cell of ``MyEgress.tx_port_vc`` counting packets sent on ``port`` with VC ``vc``."""
-    if not (0 <= port < PORTS and 0 <= vc < VCS_PER_PORT):
-        raise ValueError(f"port {port} / vc {vc} out of range (ports < {PORTS}, vcs < {VCS_PER_PORT})")
-    return port * VCS_PER_PORT + vc
 
 
 class TraceEntry(Packet):

@@ -376,7 +376,7 @@ def queue_drop_counts(network) -> dict[str, int]:
     """
     if network.switch_class.target_name != "embedded":
         return {}
-    from emulation.target.switch_control import request
+    from p4switch.daemon.side_channel import request
 
     counts = {}
     for name, card in network.cards.items():

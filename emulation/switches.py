@@ -231,21 +231,21 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
 
 
 class EmbeddedSwitch(P4CardSwitch):
-    """The embedded P4 target (``twinnet-switch``, emulation/target): runs the .p4 source directly."""
+    """The embedded P4 target (``twinnet-switch``, p4switch): runs the .p4 source directly."""
 
     target_name = "embedded"
     #: one twinnet-switch with p4src/card.p4 loaded measures 48-51 MB RSS idle (scripts/bench_bringup.py,
     #: of which shared libraries are counted in every process); room for tables and full queues
     estimated_rss_mb = 56.0
     #: the daemon's module, used when ``twinnet-switch`` is not on PATH
-    MODULE = "emulation.target.switch_cli"
+    MODULE = "p4switch.daemon.cli"
 
     @classmethod
     def executable(cls) -> list[str] | None:
         """The switch's own fast environment when scripts/setup.sh built it, else this interpreter."""
         if importlib.util.find_spec(cls.MODULE) is None:
             return None
-        from emulation.target.switch_launcher import switch_command
+        from emulation.switch_launcher import switch_command
 
         return switch_command()
 
@@ -261,7 +261,7 @@ class EmbeddedSwitch(P4CardSwitch):
             raise SwitchError(f"the embedded target runs P4_16 sources (.p4), got {program}")
         p4info = None
         try:
-            from emulation.target import compile_program
+            from p4switch import compile_program
         except ImportError:  # the target's compiler API is optional: the switch compiles the program itself
             compile_program = None
         if compile_program is not None:
@@ -279,7 +279,7 @@ class EmbeddedSwitch(P4CardSwitch):
         return self.executable() or ["twinnet-switch"]
 
     def set_port_rates(self, rates: Mapping[int, float | None]) -> None:
-        from emulation.target.switch_control import request
+        from p4switch.daemon.side_channel import request
 
         for port, rate in rates.items():
             answer = request(

@@ -32,6 +32,7 @@ from controller.install import TwinController  # noqa: E402
 from controller.p4runtime_conn import CardEndpoint  # noqa: E402
 from controller.routing import compute_tables  # noqa: E402
 from controller.twins import plan_cards  # noqa: E402
+from p4src import CARD_PROGRAM  # noqa: E402
 from topologies.build import build_topology  # noqa: E402
 
 #: case -> (topology, algorithm installed first, algorithm switched to live afterwards or None)
@@ -39,7 +40,7 @@ CASES = {
     "ndt-4x4x4-dort": (lambda: build_topology("ndt", dims="4x4x4", config="cbest"), "dort", "ts-dor"),
     "twin-4-ary-3-tree-destro": (lambda: build_topology("fattree", k=4, n=3, twin=True), "destro", None),
 }
-SWITCH = [sys.executable, "-m", "emulation.target.switch_cli"]
+SWITCH = [sys.executable, "-m", "p4switch.daemon.cli"]
 
 
 def free_port() -> int:
@@ -125,7 +126,7 @@ def run_case(name: str, batch_size: int, workers: int) -> dict:
     build, algorithm, switch_to = CASES[name]
     topology = build()
     tables = compute_tables(topology, algorithm)
-    program = compile_card_program(REPO / "p4src" / "card.p4", "embedded")
+    program = compile_card_program(CARD_PROGRAM, "embedded")
     plans = plan_cards(topology, tables)
     entries = sum(len(plan.entries) + 1 for plan in plans.values())
     cards = sorted((card.name, card.card_id) for card in topology.cards.values())

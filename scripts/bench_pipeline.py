@@ -24,11 +24,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from emulation.target import compile_program  # noqa: E402
-from emulation.target.compiler import clear_memory_cache  # noqa: E402
-from emulation.target.parser import _lark  # noqa: E402
+from p4src import CARD_PROGRAM  # noqa: E402
+from p4switch import compile_program  # noqa: E402
+from p4switch.compiler.compile import clear_memory_cache  # noqa: E402
+from p4switch.compiler.parser import _lark  # noqa: E402
 
-CARD = ROOT / "p4src" / "card.p4"
+CARD = CARD_PROGRAM
 BASIC = ROOT / "tests" / "p4progs" / "basic.p4"
 
 

@@ -42,8 +42,9 @@ sys.path.insert(0, str(REPO))
 from google.protobuf.internal import api_implementation  # noqa: E402
 from p4.v1 import p4runtime_pb2  # noqa: E402
 
-from emulation.target.p4runtime_client import P4RuntimeClient, named_table_entry, update  # noqa: E402
-from emulation.target.switch_launcher import switch_command  # noqa: E402
+from emulation.switch_launcher import switch_command  # noqa: E402
+from p4src import CARD_PROGRAM  # noqa: E402
+from p4switch.p4runtime.client import P4RuntimeClient, named_table_entry, update  # noqa: E402
 
 PREFIX = "tswb"
 GENERATOR_NS, SINK_NS = f"{PREFIX}gen", f"{PREFIX}sink"
@@ -135,8 +136,9 @@ import sys
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, sys.argv[1] + "/tests/emulation")
 from test_switch_standin import stand_in_compile
-import emulation.target.switch_cli as cli
-import emulation.target.switch as switch_module
+import p4switch.daemon.cli as cli
+import p4switch.daemon.switch as switch_module
+from p4src import CARD_PROGRAM
 original = switch_module.Switch.__init__
 def patched(self, options, compile_function=None):
     original(self, options, compile_function=stand_in_compile)
@@ -214,9 +216,9 @@ def measure_forwarding(
 def card_program():
     """The card program compiled by the language core, or None with the reason."""
     try:
-        from emulation.target import compile_program
+        from p4switch import compile_program
 
-        return compile_program(str(REPO / "p4src" / "card.p4")), ""
+        return compile_program(str(CARD_PROGRAM)), ""
     except Exception as error:  # the core is not there yet, or cannot compile the card program
         return None, f"{type(error).__name__}: {error}"
 
@@ -307,7 +309,7 @@ class CardWorkload:
 
     def switch_command(self, arguments: list[str]) -> list[str]:
         if self.same_interpreter:
-            return [sys.executable, "-m", "emulation.target.switch_cli", *arguments]
+            return [sys.executable, "-m", "p4switch.daemon.cli", *arguments]
         return [*switch_command(), *arguments]
 
 

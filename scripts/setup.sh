@@ -77,13 +77,13 @@ echo "== twinnet is ready: $LAUNCHER -> $VENV/bin/twinnet"
 # The switch serves P4Runtime; with p4runtime-shell's pinned pure-Python protobuf a
 # Write of 100 entries costs ~40 ms of parsing alone. The switch therefore runs in its
 # own environment with a current protobuf (upb) and P4Runtime modules regenerated for it
-# (emulation/target/switch_protos.py; same wire format). emulation.target.switch_launcher
+# (p4switch/p4runtime/protos.py; same wire format). emulation.switch_launcher
 # finds $SWITCH_VENV/bin/twinnet-switch; /usr/local/bin/twinnet-switch points to it.
 SWITCH_VENV="$VENV/switch"  # inside .venv: ignored by git and ruff like it
 SWITCH_LAUNCHER=/usr/local/bin/twinnet-switch
 switch_stamp="$SWITCH_VENV/.twinnet-switch-installed"
 if [[ ! -f "$switch_stamp" || "$REPO/pyproject.toml" -nt "$switch_stamp" \
-      || "$REPO/emulation/target/switch_protos.py" -nt "$switch_stamp" ]]; then
+      || "$REPO/p4switch/p4runtime/protos.py" -nt "$switch_stamp" ]]; then
     echo "== installing the switch environment $SWITCH_VENV"
     [[ -x "$SWITCH_VENV/bin/python" ]] || "$SYSTEM_PYTHON" -m venv "$SWITCH_VENV"
     "$SWITCH_VENV/bin/python" -m pip install -q --upgrade pip
@@ -91,7 +91,7 @@ if [[ ! -f "$switch_stamp" || "$REPO/pyproject.toml" -nt "$switch_stamp" \
     "$SWITCH_VENV/bin/python" -m pip install -q grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2 \
         p4runtime==1.6.0 googleapis-common-protos==1.76.0 "lark>=1.1.9"
     "$SWITCH_VENV/bin/python" -m pip install -q --no-deps -e "$REPO"
-    "$SWITCH_VENV/bin/python" "$REPO/emulation/target/switch_protos.py"
+    "$SWITCH_VENV/bin/python" "$REPO/p4switch/p4runtime/protos.py"
     touch "$switch_stamp"
 fi
 cat > "$SWITCH_LAUNCHER" <<LAUNCH

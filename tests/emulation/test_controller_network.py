@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from p4.v1 import p4runtime_pb2
 
-from controller import card_program as names
 from controller.compile import compile_card_program
 from controller.install import TwinController, endpoints_from_state
 from controller.p4info_index import P4InfoIndex
@@ -28,6 +27,7 @@ from controller.translate import EntrySpec
 from controller.twins import plan_cards
 from emulation.network import TwinnetNetwork, build_network
 from emulation.packets import probe
+from p4src import card as names
 from topologies.build import build_topology
 
 pytestmark = pytest.mark.root

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from p4.config.v1 import p4info_pb2
 
-from controller import card_program as names
 from controller.compile import compile_card_program
 from controller.install import TwinController
 from controller.p4info_index import P4InfoIndex
@@ -28,6 +27,7 @@ from controller.p4runtime_conn import CONTROLLER_ELECTION_ID, CardConnection, Ca
 from controller.routing import compute_tables
 from controller.translate import DELETE, INSERT, MODIFY, EntrySpec, table_entry, update
 from controller.twins import CardPlan, plan_cards
+from p4src import card as names
 from topologies.build import build_topology
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ class Switches:
             command = [
                 sys.executable,
                 "-m",
-                "emulation.target.switch_cli",
+                "p4switch.daemon.cli",
                 "--device-id",
                 str(card_id),
                 "--no-side-channel",

@@ -48,7 +48,7 @@ def qdisc(interface: str) -> str:
 
 @pytest.mark.skipif(os.environ.get("TWINNET_TEST_STANDIN") == "1", reason="the stand-in has no side channel")
 def test_set_link_rates_reaches_every_card_port(network: TwinnetNetwork) -> None:
-    from emulation.target.switch_control import request
+    from p4switch.daemon.side_channel import request
 
     network.set_link_rates(500)
     for card in network.cards.values():

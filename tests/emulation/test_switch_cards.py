@@ -29,14 +29,15 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 from test_switch_net import Lab, drain, host_socket, receive
 
-from emulation.target.p4runtime_client import P4RuntimeClient, WriteFailure, named_table_entry, update
-from emulation.target.switch_control import request
-from emulation.target.switch_launcher import switch_command
+from emulation.switch_launcher import switch_command
+from p4src import CARD_PROGRAM
+from p4switch.daemon.side_channel import request
+from p4switch.p4runtime.client import P4RuntimeClient, WriteFailure, named_table_entry, update
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-CARD = REPO / "p4src" / "card.p4"
+CARD = CARD_PROGRAM
 TWINNET = 0x88B5
 DROP_MALFORMED, DROP_UNKNOWN_TYPE, DROP_NO_ROUTE = 1, 2, 4
 INSERT, MODIFY, DELETE = p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY, p4runtime_pb2.Update.DELETE
@@ -55,7 +56,7 @@ class Target:
 
 def twinnet_target() -> Target:
     try:
-        from emulation.target import compile_program
+        from p4switch import compile_program
 
         program = compile_program(str(CARD))
     except Exception as error:  # the language core cannot run the card program (yet)

@@ -30,9 +30,9 @@ from test_switch_standin import (
     stand_in_p4info,
 )
 
-from emulation.target.p4runtime_client import P4RuntimeClient, table_entry, update
-from emulation.target.switch import Switch, SwitchOptions
-from emulation.target.switch_control import request
+from p4switch.daemon.side_channel import request
+from p4switch.daemon.switch import Switch, SwitchOptions
+from p4switch.p4runtime.client import P4RuntimeClient, table_entry, update
 
 pytestmark = pytest.mark.root
 

@@ -25,9 +25,9 @@ from test_switch_standin import (
     stand_in_p4info,
 )
 
-from emulation.target.p4runtime_client import P4RuntimeClient, WriteFailure, table_entry, update
-from emulation.target.p4runtime_server import P4RuntimeService, start_p4runtime_server
-from emulation.target.switch_program import PipelineSlot
+from p4switch.daemon.program import PipelineSlot
+from p4switch.p4runtime.client import P4RuntimeClient, WriteFailure, table_entry, update
+from p4switch.p4runtime.server import P4RuntimeService, start_p4runtime_server
 
 INSERT, MODIFY, DELETE = p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY, p4runtime_pb2.Update.DELETE
 Action = p4runtime_pb2.SetForwardingPipelineConfigRequest

@@ -13,9 +13,9 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from emulation.target.p4runtime_client import P4RuntimeClient, WriteFailure, update
-from emulation.target.p4runtime_server import P4RuntimeService, start_p4runtime_server
-from emulation.target.switch_program import PipelineSlot
+from p4switch.daemon.program import PipelineSlot
+from p4switch.p4runtime.client import P4RuntimeClient, WriteFailure, update
+from p4switch.p4runtime.server import P4RuntimeService, start_p4runtime_server
 
 ACL = Path(__file__).resolve().parents[1] / "p4progs" / "acl.p4"
 INSERT, MODIFY = p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY
@@ -24,7 +24,7 @@ INSERT, MODIFY = p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY
 @pytest.fixture(scope="module")
 def program():
     try:
-        from emulation.target import compile_program
+        from p4switch import compile_program
 
         return compile_program(str(ACL))
     except Exception as error:  # the language core cannot run it (yet)

@@ -16,8 +16,8 @@ import pytest
 from google.rpc import code_pb2
 from test_switch_net import Lab, frame, host_socket, receive
 
-from emulation.target.p4runtime_client import P4RuntimeClient
-from emulation.target.switch import Switch, SwitchOptions
+from p4switch.daemon.switch import Switch, SwitchOptions
+from p4switch.p4runtime.client import P4RuntimeClient
 
 pytestmark = pytest.mark.root
 
@@ -49,7 +49,7 @@ def cpu_switch(tmp_path: Path) -> Iterator[tuple[P4RuntimeClient, object]]:
     source = tmp_path / "to_cpu.p4"
     source.write_text(PROGRAM)
     try:
-        from emulation.target import compile_program
+        from p4switch import compile_program
 
         program = compile_program(str(source))
     except Exception as error:  # the language core cannot run it (yet)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from emulation.target.queues import PortQueues
-from emulation.target.switch_cli import parse_options
+from p4switch.daemon.cli import parse_options
+from p4switch.daemon.queues import PortQueues
 
 
 def test_highest_priority_is_served_first_and_fifo_within_a_priority() -> None:

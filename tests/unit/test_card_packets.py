@@ -5,7 +5,6 @@ from __future__ import annotations
 import doctest
 import re
 import struct
-from pathlib import Path
 
 import pytest
 from scapy.layers.inet import IP, UDP
@@ -14,9 +13,10 @@ from scapy.packet import Raw
 
 from emulation import packets
 from emulation.packets import Hop, TraceEntry, Twinnet
+from p4src import CARD_PROGRAM
 from topologies.addressing import host_ip, host_mac
 
-CARD_P4 = Path(__file__).resolve().parents[2] / "p4src" / "card.p4"
+CARD_P4 = CARD_PROGRAM
 
 
 def pack_header(dst, src, rclass, vc, hops, count, tc, next_type, probe_id, send_time) -> bytes:

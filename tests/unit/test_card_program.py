@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from emulation import packets
-from emulation.target.vectors import CARD_PROGRAM, compile_card_or_reason
+from emulation.card_vectors import CARD_PROGRAM, compile_card_or_reason
 
 
 def compiled(defines: dict[str, str] | None = None) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from emulation.target.vectors import (
+from emulation.card_vectors import (
     CARD_PROGRAM,
     Outcome,
     VectorError,

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from controller import card_program as names
 from controller.compile import CompileError, compile_card_program, p4c_command
 from controller.p4runtime_conn import CONTROLLER_ELECTION_ID
 from controller.routing import compute_tables
-from controller.shell_cli import find_card, shell_settings
 from controller.twins import PlanError, plan_cards
+from emulation.shell_cli import find_card, shell_settings
+from p4src import card as names
 from topologies.build import build_topology
 
 
@@ -145,7 +145,7 @@ def test_shell_settings_come_from_the_state_file_and_stay_below_the_controller()
 def test_twinnet_shell_is_a_subcommand() -> None:
     from emulation.cli import SUBCOMMANDS
 
-    assert SUBCOMMANDS["shell"][0] == "controller.shell_cli"
+    assert SUBCOMMANDS["shell"][0] == "emulation.shell_cli"
 
 
 def test_counter_readings_subtract_cell_by_cell() -> None:

@@ -6,7 +6,6 @@ import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller import card_program as names
 from controller.compile import compile_card_program
 from controller.p4info_index import P4InfoIndex, P4InfoLookupError, p4info_difference
 from controller.translate import (
@@ -22,6 +21,7 @@ from controller.translate import (
     spec_update,
     table_entry,
 )
+from p4src import card as names
 
 # ids of a hand-written P4Info, unrelated to any compiler's numbering
 ROUTE_ID, SET_ROUTE_ID, CONFIG_ID, SET_CARD_ID, NO_ROUTE_ID = (

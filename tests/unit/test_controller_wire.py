@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from p4.v1 import p4runtime_pb2
 
-from controller import card_program as names
 from controller.compile import compile_card_program
 from controller.p4info_index import P4InfoIndex
 from controller.routing import compute_tables
 from controller.translate import DELETE, INSERT, MODIFY, EntrySpec, default_entry, spec_update, update
 from controller.twins import plan_cards
 from controller.wire import WireEncoder, update_type, varint, write_request
+from p4src import card as names
 from topologies.build import build_topology
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from emulation.target import compile_program
-from emulation.target.compiler import clear_memory_cache
+from p4switch import compile_program
+from p4switch.compiler.compile import clear_memory_cache
 
 PROGS = Path(__file__).resolve().parents[1] / "p4progs"
 

@@ -10,7 +10,7 @@ from scapy.fields import ByteField, IntField, StrFixedLenField
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
-from emulation.target import compile_program
+from p4switch import compile_program
 
 PROGRAM = Path(__file__).resolve().parents[1] / "p4progs" / "calc.p4"
 OPS = {"+": operator.add, "-": operator.sub, "&": operator.and_, "|": operator.or_, "^": operator.xor}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from emulation.target import Entry, EntryError, compile_program
+from p4switch import Entry, EntryError, compile_program
 
 PROGS = Path(__file__).resolve().parents[1] / "p4progs"
 LPM = "MyIngress.ipv4_lpm"

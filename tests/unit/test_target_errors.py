@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from emulation.target import P4CompileError, compile_program
+from p4switch import P4CompileError, compile_program
 
 TEMPLATE = """#include <core.p4>
 #include <v1model.p4>

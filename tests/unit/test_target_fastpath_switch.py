@@ -18,16 +18,16 @@ from typing import Any
 
 import pytest
 
-from emulation.target import switch_dataplane
-from emulation.target.ports import Port
-from emulation.target.switch_dataplane import RX_BATCH, DataPlane
-from emulation.target.switch_program import PipelineSlot
-from emulation.target.vectors import (
+from emulation.card_vectors import (
     Outcome,
     compile_card_or_reason,
     load_all,
     run_vector,
 )
+from p4switch.daemon import dataplane as switch_dataplane
+from p4switch.daemon.dataplane import RX_BATCH, DataPlane
+from p4switch.daemon.ports import Port
+from p4switch.daemon.program import PipelineSlot
 
 VECTOR_FILES = sorted((Path(__file__).resolve().parents[1] / "vectors").glob("*.json"))
 VECTORS = load_all(VECTOR_FILES)

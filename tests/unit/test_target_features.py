@@ -14,7 +14,7 @@ from scapy.fields import ByteField, ShortField, SignedByteField
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
 
-from emulation.target import compile_program
+from p4switch import compile_program
 
 PROGRAM = Path(__file__).resolve().parents[1] / "p4progs" / "features.p4"
 ETHERTYPE_OPS = 0x88B6

@@ -14,7 +14,7 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
 
-from emulation.target import compile_program
+from p4switch import compile_program
 
 PROGS = Path(__file__).resolve().parents[1] / "p4progs"
 

@@ -3,7 +3,7 @@
 ``Pipeline.fused_entry_point()`` returns ``run_fused(packet, port, ts, admit, hooks)``:
 parser and ingress, then the traffic manager's choice (``admit``), then egress at once or
 the packet state handed to ``hooks.queue`` (protocol: ``FusedHooks`` in
-emulation/target/pipeline.py). An optimisation pass (emulation/target/fusion.py) rewrites
+p4switch/runtime/pipeline.py). An optimisation pass (p4switch/compiler/fusion.py) rewrites
 it with the block functions inlined and the headers and metadata in local variables;
 these tests hold any version of it to the reference semantics, the plain drivers of
 ``Pipeline.raw_entry_points()``.
@@ -52,16 +52,18 @@ from test_target_features import OPERANDS, ops_packet
 from test_target_forwarding import frame as ipv4_test_frame
 from test_target_forwarding import routed
 
-from emulation.target import Pipeline, compile_program, compiler
-from emulation.target.compiler import clear_memory_cache
-from emulation.target.fusion import FusionError
-from emulation.target.vectors import (
+import p4switch.compiler.compile as compiler
+from emulation.card_vectors import (
     EmbeddedCard,
     Outcome,
     compile_card_or_reason,
     load_all,
     run_vector,
 )
+from p4src import CARD_PROGRAM
+from p4switch import Pipeline, compile_program
+from p4switch.compiler.compile import clear_memory_cache
+from p4switch.compiler.fusion import FusionError
 
 REPO = Path(__file__).resolve().parents[2]
 PROGS = REPO / "tests" / "p4progs"
@@ -885,7 +887,7 @@ def plain_compiled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
     def get(case: Case) -> Any:
         if case.name not in programs:
             if case.name == "card":
-                path = REPO / "p4src" / "card.p4"
+                path = CARD_PROGRAM
             elif case.path is None:
                 path = folder / f"{case.name}.p4"
                 path.write_text(EGRESS_P4)

@@ -1,10 +1,10 @@
-"""The rules of the fusion pass (emulation/target/fusion.py), one by one, on small hand-written modules.
+"""The rules of the fusion pass (p4switch/compiler/fusion.py), one by one, on small hand-written modules.
 
 tests/unit/test_target_fused_driver.py holds the pass to the reference semantics on whole
 generated programs; a rule that no test program happens to exercise (a callee's local
 shadowing the caller's, a header stack popped by more than its size, an alias bound in
 an ``if``) is not covered there. Here each rule gets a module written in the style of
-the generated code (emulation/target/codegen.py): struct classes ``S_*`` with class-level
+the generated code (p4switch/compiler/codegen.py): struct classes ``S_*`` with class-level
 defaults and an ``__init__`` creating members and header stacks, block functions
 ``prs_*``/``ctl_*``/``act_*``, tables' ``e = T_x... ; e.call(L)``, and a
 ``run_fused(packet, port, ts, admit, hooks)`` driver.
@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from emulation.target.compiler import fused_or_plain
-from emulation.target.fusion import FusionError, fuse
-from emulation.target.model import ActionRefSpec, ActionSpec, ProgramModel, TableSpec
-from emulation.target.runtime import (
+from p4switch.compiler.compile import fused_or_plain
+from p4switch.compiler.fusion import FusionError, fuse
+from p4switch.compiler.model import ActionRefSpec, ActionSpec, ProgramModel, TableSpec
+from p4switch.runtime.support import (
     ExitPipeline,
     HeaderStack,
     PacketIn,
@@ -38,9 +38,9 @@ from emulation.target.runtime import (
     make_blank,
     stored_headers,
 )
-from emulation.target.tables import RuntimeEntry
+from p4switch.runtime.tables import RuntimeEntry
 
-#: What the generated module gets from emulation.target.runtime (the generated module imports them).
+#: What the generated module gets from p4switch.runtime.support (the generated module imports them).
 RUNTIME: dict[str, Any] = {
     "PacketIn": PacketIn,
     "HeaderStack": HeaderStack,
@@ -122,7 +122,7 @@ class Inputs:
 
 
 class RecordingHooks:
-    """The hooks ``run_fused`` reports to (FusedHooks in emulation/target/pipeline.py), recording calls."""
+    """The hooks ``run_fused`` reports to (FusedHooks in p4switch/runtime/pipeline.py), recording calls."""
 
     def __init__(self, calls: list[tuple[Any, ...]]) -> None:
         """Record into ``calls``."""
@@ -1055,7 +1055,7 @@ STACK_CASES = {
 def test_header_stack_operations_on_locals_match_the_header_stack_methods(body: str) -> None:
     """push_front/pop_front/w/stored of a replaced stack, rewritten on ``hdr_tags_items``/``hdr_tags_nxt``.
 
-    As written, the module runs HeaderStack's own methods (emulation.target.runtime);
+    As written, the module runs HeaderStack's own methods (p4switch.runtime.support);
     fused, it runs the pass's inline versions: the same elements (blanks where the
     methods leave blanks, the same object where ``w`` returns an existing element) and
     the same ``nxt``, on ports 0 to 3 (the ``w(port)`` index and the extract count).

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from p4.config.v1 import p4info_pb2
 
-from emulation.target import compile_program
-from emulation.target.p4info import jenkins_one_at_a_time
+from p4switch import compile_program
+from p4switch.compiler.p4info import jenkins_one_at_a_time
 
 PROGS = Path(__file__).resolve().parents[1] / "p4progs"
 PROGRAMS = ["basic.p4", "acl.p4", "srcroute.p4", "features.p4", "calc.p4"]

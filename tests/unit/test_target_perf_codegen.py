@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from emulation.target.codegen import hoist_stack_element_writes
-from emulation.target.runtime import HeaderStack
+from p4switch.compiler.codegen import hoist_stack_element_writes
+from p4switch.runtime.support import HeaderStack
 
 
 class Element:

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from emulation.target import EntryError, compile_program
-from emulation.target.tables import Table
+from p4src import CARD_PROGRAM
+from p4switch import EntryError, compile_program
+from p4switch.runtime.tables import Table
 
 PROGS = Path(__file__).resolve().parents[1] / "p4progs"
-CARD = Path(__file__).resolve().parents[2] / "p4src" / "card.p4"
+CARD = CARD_PROGRAM
 
 
 def big_table(pipeline, name: str, size: int = 100_000) -> Table:

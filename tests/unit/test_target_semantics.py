@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from emulation.target import compile_program
+from p4switch import compile_program
 
 PROGRAM = """#include <core.p4>
 #include <v1model.p4>

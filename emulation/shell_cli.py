@@ -1,0 +1,136 @@
+"""``twinnet shell CARD``: p4runtime-shell on one card of the running network.
+
+    twinnet shell c3            # inspect c3's tables by hand: table_entry["MyIngress.route"].read(print)
+    twinnet shell 3 --write     # card id 3, as primary: writes allowed (the controller loses primacy)
+
+The card's gRPC address, device id and P4Info come from the state file the
+network builder writes (emulation.state: ``/tmp/twinnet/current``, or
+``--state PATH``). The shell never pushes a pipeline (that would empty the
+card's tables) and, by default, arbitrates with an election id below the
+controller's (controller.p4runtime_conn.CONTROLLER_ELECTION_ID), so that
+while the controller is connected the shell is a backup: it reads, and the
+card refuses its writes. ``--write`` takes an election id above the
+controller's: the shell becomes primary on purpose.
+
+The P4Info is the one in the state file (``CardState.p4info``, a text-format
+file); when that is missing, the card's own (GetForwardingPipelineConfig).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from controller.p4runtime_conn import CONTROLLER_ELECTION_ID
+from emulation import state as network_state
+
+#: Election id of the read-only shell: below the controller's.
+READ_ONLY_ELECTION_ID = (0, 1)
+#: Election id of ``--write``: above the controller's.
+WRITE_ELECTION_ID = (CONTROLLER_ELECTION_ID[0], CONTROLLER_ELECTION_ID[1] + 1)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("card", metavar="CARD", help="card name (c3) or card id (3)")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="arbitrate above the controller's election id: the shell becomes primary and may write",
+    )
+    parser.add_argument(
+        "--state",
+        metavar="PATH",
+        help="state file of the network (default: the running network's, /tmp/twinnet/current)",
+    )
+    parser.add_argument(
+        "--print-only",
+        action="store_true",
+        help="print the card's address, device id, election id and P4Info path, and exit",
+    )
+
+
+def find_card(state: Any, card: str) -> Any:
+    """The CardState of `card` (a name such as "c3", or a card id) in `state`; KeyError naming the choices."""
+    for entry in state.cards:
+        if entry.name == card or (card.isdigit() and entry.card_id == int(card)):
+            return entry
+    known = ", ".join(entry.name for entry in state.cards[:10])
+    raise KeyError(
+        f"no card {card!r} in run {state.run_id} (cards: {known}{' ...' if len(state.cards) > 10 else ''})"
+    )
+
+
+def load_state(path: str | None) -> Any:
+    if path is None:
+        return network_state.read_current_state()
+    return network_state.read_state(path)
+
+
+def shell_settings(card_state: Any, write: bool) -> dict[str, Any]:
+    """Where and how the shell connects: gRPC address, device id, election id and P4Info path (or None)."""
+    p4info = card_state.p4info if card_state.p4info and Path(card_state.p4info).is_file() else None
+    return {
+        "card": card_state.name,
+        "grpc_address": card_state.grpc_address,
+        "device_id": card_state.device_id,
+        "election_id": WRITE_ELECTION_ID if write else READ_ONLY_ELECTION_ID,
+        "p4info": p4info,
+    }
+
+
+def run_shell(settings: dict[str, Any]) -> None:
+    """Start p4runtime-shell's IPython session with these settings, without any pipeline push."""
+    from p4runtime_sh import shell
+
+    from controller.compile import read_p4info
+    from controller.p4runtime_conn import ControllerClient
+
+    def setup(device_id, grpc_addr, election_id, role_name=None, config=None, ssl_options=None, verbose=True):
+        # The shell's own setup, but: never a pipeline push, a client whose handshake raises instead of
+        # exiting, and the P4Info from the state file when there is one.
+        shell.client = ControllerClient(device_id, grpc_addr, election_id, role_name, ssl_options)
+        p4info = read_p4info(settings["p4info"]) if settings["p4info"] else shell.client.get_p4info()
+        shell.context.set_p4info(p4info)
+        shell.global_options["verbose"] = verbose
+        role = "primary: writes allowed" if shell.client.is_primary else "backup: read-only"
+        print(
+            f"twinnet shell: card {settings['card']} at {grpc_addr}, device {device_id}, "
+            f"election id {election_id} ({role})"
+        )
+
+    shell.setup = setup
+    high, low = settings["election_id"]
+    argv = [
+        "p4runtime-sh",
+        "--grpc-addr",
+        settings["grpc_address"],
+        "--device-id",
+        str(settings["device_id"]),
+        "--election-id",
+        f"{high},{low}",
+    ]
+    saved, sys.argv = sys.argv, argv
+    try:
+        shell.main()
+    finally:
+        sys.argv = saved
+
+
+def main(args: argparse.Namespace) -> int:
+    state = load_state(args.state)
+    try:
+        card_state = find_card(state, args.card)
+    except KeyError as error:
+        print(f"twinnet shell: {error.args[0]}", file=sys.stderr)
+        return 2
+    settings = shell_settings(card_state, args.write)
+    if args.print_only:
+        print(json.dumps(settings))
+        return 0
+    logging.getLogger().setLevel(logging.WARNING)
+    run_shell(settings)
+    return 0

@@ -1,0 +1,1 @@
+"""The ``twinnet-switch`` process: ports, priority queues, data plane loop, side channel, command line."""

@@ -1,0 +1,174 @@
+"""``twinnet-switch``: the embedded target as a drop-in for bmv2's ``simple_switch_grpc``.
+
+    twinnet-switch [options] (PROGRAM.p4 | --no-p4) [-- target options]
+
+Options (before ``--``), as simple_switch_grpc takes them:
+    --device-id N           P4Runtime device id (default 0)
+    -i, --interface P@IF    port number P on interface IF (repeat); P = Mininet's interface number
+    --thrift-port N         port of the JSON side channel on 127.0.0.1 (queue counters, rates;
+                            see p4switch/daemon/side_channel.py); default 9090 like bmv2's Thrift
+                            server; 0 picks a free port, ``--no-side-channel`` turns it off
+    --log-console           log to stderr;  --log-file PATH  log to PATH;  -L/--log-level LEVEL
+                            (trace, debug, info, warn, error, off; default info when logging is on,
+                            else warnings and errors only, to stderr)
+    --pcap [DIR]            write <iface>_in.pcap / <iface>_out.pcap per port into DIR (default .)
+    --p4-include DIR        include directory for compiling P4 sources (repeat)
+    PROGRAM.p4              a P4_16 v1model source, where bmv2 takes a JSON; --no-p4 starts without
+                            a program (set it over P4Runtime: SetForwardingPipelineConfig)
+    --nanolog, --debugger, --notifications-addr: accepted for compatibility and ignored
+
+Target options (after ``--``):
+    --grpc-server-addr HOST:PORT   P4Runtime server (default 127.0.0.1:9559, loopback only)
+    --priority-queues N            strict-priority queues per egress port, 1..8 (default 1)
+    --queue-depth N                packets per queue (default 64, as bmv2)
+    --queue-rate PPS               initial rate of every port in packets per second (default unlimited)
+    --cpu-port N                   port number of the CPU port (packet-in/out over the StreamChannel
+                                   when the program's P4Info has packet_in/packet_out headers)
+
+SIGTERM or SIGINT stops the switch cleanly (exit code 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from p4switch.daemon.ports import parse_port_spec
+from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, MAX_PRIORITY_QUEUES
+from p4switch.daemon.switch import Switch, SwitchOptions
+
+GIL_SWITCH_INTERVAL_SECONDS = 0.001
+LOG_LEVELS = {
+    "trace": logging.DEBUG,
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "off": None,
+}
+
+
+def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    main = argparse.ArgumentParser(
+        prog="twinnet-switch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    main.add_argument("program", nargs="?", help="P4_16 v1model source")
+    main.add_argument("--no-p4", action="store_true", help="start without a program")
+    main.add_argument("--device-id", type=int, default=0)
+    main.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE")
+    main.add_argument("--thrift-port", type=int, default=9090)
+    main.add_argument("--no-side-channel", action="store_true")
+    main.add_argument("--log-console", action="store_true")
+    main.add_argument("--log-file")
+    main.add_argument("-L", "--log-level", choices=sorted(LOG_LEVELS), default=None)
+    main.add_argument("--pcap", nargs="?", const=".", default=None, metavar="DIR")
+    main.add_argument("--p4-include", action="append", default=[], metavar="DIR")
+    main.add_argument("--nanolog")
+    main.add_argument("--debugger", action="store_true")
+    main.add_argument("--notifications-addr")
+    target = argparse.ArgumentParser(prog="twinnet-switch ... --", add_help=True)
+    target.add_argument("--grpc-server-addr", default="127.0.0.1:9559")
+    target.add_argument("--priority-queues", type=int, default=1)
+    target.add_argument("--queue-depth", type=int, default=DEFAULT_QUEUE_DEPTH)
+    target.add_argument("--queue-rate", type=float, default=None)
+    target.add_argument("--cpu-port", type=int, default=None)
+    return main, target
+
+
+def parse_options(argv: Sequence[str]) -> tuple[SwitchOptions, argparse.Namespace]:
+    argv = list(argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    main_parser, target_parser = build_parsers()
+    args = main_parser.parse_args(argv[:split])
+    target = target_parser.parse_args(argv[split + 1 :])
+    if bool(args.program) == bool(args.no_p4):
+        main_parser.error("give exactly one of PROGRAM.p4 and --no-p4")
+    if not 1 <= target.priority_queues <= MAX_PRIORITY_QUEUES:
+        target_parser.error(f"--priority-queues must be 1..{MAX_PRIORITY_QUEUES}")
+    if target.queue_depth < 1:
+        target_parser.error("--queue-depth must be at least 1")
+    try:
+        interfaces = [parse_port_spec(spec) for spec in args.interface]
+    except ValueError as error:
+        main_parser.error(str(error))
+    numbers = [number for number, _ in interfaces]
+    if len(set(numbers)) != len(numbers):
+        main_parser.error("a port number is given twice")
+    options = SwitchOptions(
+        device_id=args.device_id,
+        interfaces=interfaces,
+        program=args.program,
+        include_dirs=tuple(args.p4_include),
+        grpc_address=target.grpc_server_addr,
+        control_port=None if args.no_side_channel else args.thrift_port,
+        priority_queues=target.priority_queues,
+        queue_depth=target.queue_depth,
+        queue_rate_pps=target.queue_rate,
+        cpu_port=target.cpu_port,
+        pcap_dir=args.pcap,
+    )
+    return options, args
+
+
+def configure_logging(args: argparse.Namespace) -> None:
+    if args.log_console or args.log_file:
+        level = LOG_LEVELS[args.log_level or "info"]
+    else:
+        level = logging.WARNING
+    handler: logging.Handler
+    if level is None:
+        handler = logging.NullHandler()
+        level = logging.CRITICAL
+    elif args.log_file:
+        handler = logging.FileHandler(args.log_file)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger("twinnet")
+    root.setLevel(level)
+    root.addHandler(handler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options, args = parse_options(sys.argv[1:] if argv is None else argv)
+    configure_logging(args)
+    log = logging.getLogger("twinnet.switch")
+    stop_requested = threading.Event()
+
+    def request_stop(signum: int, _frame: object) -> None:
+        log.info("signal %d: stopping", signum)
+        stop_requested.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    # P4Runtime calls need the GIL a few times each; a shorter switch interval than Python's 5 ms
+    # lets them through a busy data plane (costs nothing while no other thread is runnable)
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
+    switch = Switch(options)
+    try:
+        switch.start()
+    except Exception as error:
+        print(f"twinnet-switch: cannot start: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    side = f", side channel 127.0.0.1:{switch.control.port}" if switch.control else ""
+    log.info(
+        "device %d up: ports %s, P4Runtime %s%s",
+        options.device_id,
+        [f"{n}@{i}" for n, i in options.interfaces],
+        f"{options.grpc_address.rsplit(':', 1)[0]}:{switch.grpc_port}",
+        side,
+    )
+    while not stop_requested.wait(1.0):
+        pass
+    switch.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The forwarding pipeline config: compiling it, and the slot that the data plane and P4Runtime share.
+
+``p4_device_config`` (P4Runtime's ForwardingPipelineConfig) carries, for this target,
+either the P4_16 source text of the program (UTF-8), compiled by the switch, or a
+reference ``file:/absolute/path/to/program.p4`` to a source on the switch's machine
+(useful for programs that ``#include`` files next to them). Source text is compiled
+with the include directories of the switch (``--p4-include``, and the directory of
+the program given on the command line). The P4Info sent with the config must
+describe the same tables, actions, fields, counters and registers (same ids, names
+and widths) as the P4Info the switch's compiler produces for that program.
+
+All pipeline calls happen with ``PipelineSlot.lock`` held: the language core is not
+thread-safe, and the lock also makes a whole Write batch atomic for the data plane.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from google.rpc import code_pb2
+from p4.config.v1 import p4info_pb2
+
+from p4switch.p4runtime.entities import PipelineEntities
+from p4switch.p4runtime.info import P4InfoIndex, P4RuntimeError, p4info_mismatch
+
+CompileFunction = Callable[..., Any]
+FILE_REFERENCE = "file:"
+
+
+def default_compile(path: str, include_dirs: Sequence[str] = ()) -> Any:
+    """The language core's compiler (imported on first use)."""
+    from p4switch import compile_program
+
+    return compile_program(path, include_dirs=tuple(include_dirs))
+
+
+@dataclass
+class LoadedConfig:
+    """A verified config: the compiled program, its P4Info index and what the controller sent."""
+
+    program: Any
+    index: P4InfoIndex
+    p4info: p4info_pb2.P4Info
+    device_config: bytes
+    cookie: int
+
+
+def compile_device_config(
+    device_config: bytes, compile_function: CompileFunction, include_dirs: Sequence[str]
+) -> Any:
+    """Compile a ``p4_device_config`` (source text or ``file:`` reference); INVALID_ARGUMENT on errors."""
+    try:
+        text = device_config.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise P4RuntimeError(
+            code_pb2.INVALID_ARGUMENT,
+            f"p4_device_config must be P4 source text (UTF-8) or {FILE_REFERENCE}PATH: {error}",
+        ) from error
+    if not text.strip():
+        raise P4RuntimeError(code_pb2.INVALID_ARGUMENT, "p4_device_config is empty")
+    try:
+        if text.startswith(FILE_REFERENCE):
+            path = text[len(FILE_REFERENCE) :].strip()
+            if not os.path.isfile(path):
+                raise P4RuntimeError(
+                    code_pb2.INVALID_ARGUMENT, f"p4_device_config refers to {path}, which is not a file"
+                )
+            return compile_function(path, include_dirs=tuple(include_dirs) + (os.path.dirname(path),))
+        with tempfile.TemporaryDirectory(prefix="twinnet-switch-") as directory:
+            path = os.path.join(directory, "program.p4")
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            return compile_function(path, include_dirs=tuple(include_dirs))
+    except P4RuntimeError:
+        raise
+    except Exception as error:  # P4CompileError and anything the compiler raises
+        raise P4RuntimeError(
+            code_pb2.INVALID_ARGUMENT, f"the P4 program does not compile: {error}"
+        ) from error
+
+
+def verify_config(
+    p4info: p4info_pb2.P4Info,
+    device_config: bytes,
+    cookie: int,
+    compile_function: CompileFunction,
+    include_dirs: Sequence[str],
+) -> LoadedConfig:
+    """Compile and check that the P4Info matches the program's."""
+    program = compile_device_config(device_config, compile_function, include_dirs)
+    mismatch = p4info_mismatch(p4info, program.p4info)
+    if mismatch:
+        raise P4RuntimeError(code_pb2.INVALID_ARGUMENT, mismatch)
+    return LoadedConfig(program, P4InfoIndex(program.p4info), p4info, device_config, cookie)
+
+
+class PipelineSlot:
+    """The running pipeline (or none), the saved config, and the lock that serialises pipeline use."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.control_waiting = 0  # control-plane threads waiting for the lock (the data plane yields to them)
+        self.config: LoadedConfig | None = None
+        self.saved: LoadedConfig | None = None
+        self.pipeline: Any = None
+        self.entities: PipelineEntities | None = None
+        self.generation = 0
+
+    def commit(self, config: LoadedConfig) -> None:
+        """Run ``config`` on a fresh pipeline (empty tables, zero counters)."""
+        try:
+            pipeline = config.program.new_pipeline()
+            entities = PipelineEntities(pipeline, config.index)
+        except Exception as error:  # a language-core failure, not the controller's
+            raise P4RuntimeError(
+                code_pb2.INTERNAL, f"cannot start the pipeline: {type(error).__name__}: {error}"
+            ) from error
+        with self.lock:
+            self.config = config
+            self.pipeline = pipeline
+            self.entities = entities
+            self.generation += 1
+
+    @contextmanager
+    def control(self) -> Iterator[None]:
+        """Hold the lock for control-plane work, announced so that the data plane lets it in promptly."""
+        self.control_waiting += 1
+        try:
+            self.lock.acquire()
+        finally:
+            self.control_waiting -= 1
+        try:
+            yield
+        finally:
+            self.lock.release()
+
+    def require_entities(self) -> PipelineEntities:
+        entities = self.entities
+        if entities is None:
+            raise P4RuntimeError(code_pb2.FAILED_PRECONDITION, "no forwarding pipeline config has been set")
+        return entities

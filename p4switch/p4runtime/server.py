@@ -1,0 +1,328 @@
+"""The P4Runtime gRPC service of the switch.
+
+Capabilities, Set/GetForwardingPipelineConfig, Write, Read and StreamChannel with
+primary arbitration. Status codes follow the P4Runtime spec: a wrong device id is
+NOT_FOUND, a Write or SetForwardingPipelineConfig from anyone but the primary is
+PERMISSION_DENIED, a Write or Read before a pipeline is set is FAILED_PRECONDITION,
+and a Write batch with failed updates ends with UNKNOWN and one ``p4.v1.Error`` per
+update (in order, OK ones included) packed into ``grpc-status-details-bin``.
+
+Write atomicity: CONTINUE_ON_ERROR applies every valid update, giving the pipeline lock
+back to the data plane every 5 ms (a long batch does not stall forwarding). ROLLBACK_ON_ERROR and
+DATAPLANE_ATOMIC hold the lock for the whole batch, stop at the first failed update and
+undo the ones applied, so the data plane never sees the batch half done (the failed
+update gets its own code, the others ABORTED).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent import futures
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, status_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from p4switch.daemon.program import CompileFunction, PipelineSlot, default_compile, verify_config
+from p4switch.p4runtime.arbitration import Arbitration, election_id_of
+from p4switch.p4runtime.info import P4RuntimeError
+
+log = logging.getLogger("twinnet.switch.p4runtime")
+
+GRPC_CODES = {code.value[0]: code for code in grpc.StatusCode}
+READ_BATCH_ENTITIES = 1000
+WRITE_SLICE_SECONDS = 0.005
+Request = p4runtime_pb2.SetForwardingPipelineConfigRequest
+
+
+def p4runtime_version() -> str:
+    try:
+        return importlib.metadata.version("p4runtime")
+    except importlib.metadata.PackageNotFoundError:
+        return "1.4.1"
+
+
+def abort(context: grpc.ServicerContext, error: P4RuntimeError) -> None:
+    context.abort(GRPC_CODES.get(error.code, grpc.StatusCode.UNKNOWN), error.message)
+
+
+class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
+    """P4Runtime for one device, over the shared pipeline slot."""
+
+    def __init__(
+        self,
+        device_id: int,
+        slot: PipelineSlot,
+        compile_function: CompileFunction = default_compile,
+        include_dirs: Sequence[str] = (),
+        packet_out: Callable[[p4runtime_pb2.PacketOut], None] | None = None,
+    ) -> None:
+        self.device_id = device_id
+        self.slot = slot
+        self.compile_function = compile_function
+        self.include_dirs = tuple(include_dirs)
+        self.packet_out = packet_out
+        self.arbitration = Arbitration(device_id)
+        self._stream_keys = itertools.count(1)
+        self._config_lock = threading.Lock()
+
+    # ----- helpers ---------------------------------------------------------------------------
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.device_id:
+            raise P4RuntimeError(
+                code_pb2.NOT_FOUND, f"device id {device_id} is not this device ({self.device_id})"
+            )
+
+    def _check_primary(self, request: p4runtime_pb2.WriteRequest | Request) -> None:
+        self.arbitration.check_primary(request.role, election_id_of(request))
+
+    # ----- RPCs ------------------------------------------------------------------------------
+    def Capabilities(self, request, context):  # noqa: N802 - gRPC method name
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=p4runtime_version())
+
+    def SetForwardingPipelineConfig(self, request, context):  # noqa: N802
+        try:
+            self._check_device(request.device_id)
+            self._check_primary(request)
+            with self._config_lock:
+                self._set_config(request)
+        except P4RuntimeError as error:
+            abort(context, error)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def _set_config(self, request: Request) -> None:
+        action = request.action
+        slot = self.slot
+        if action == Request.COMMIT:
+            if slot.saved is None:
+                raise P4RuntimeError(
+                    code_pb2.FAILED_PRECONDITION, "COMMIT without a config saved by VERIFY_AND_SAVE"
+                )
+            slot.commit(slot.saved)
+            slot.saved = None
+            return
+        if action == Request.UNSPECIFIED:
+            raise P4RuntimeError(code_pb2.INVALID_ARGUMENT, "action UNSPECIFIED")
+        if action not in (
+            Request.VERIFY,
+            Request.VERIFY_AND_SAVE,
+            Request.VERIFY_AND_COMMIT,
+            Request.RECONCILE_AND_COMMIT,
+        ):
+            raise P4RuntimeError(code_pb2.INVALID_ARGUMENT, f"unknown action {action}")
+        if not request.HasField("config") or not request.config.HasField("p4info"):
+            raise P4RuntimeError(code_pb2.INVALID_ARGUMENT, "the config has no P4Info")
+        config = verify_config(
+            request.config.p4info,
+            request.config.p4_device_config,
+            request.config.cookie.cookie,
+            self.compile_function,
+            self.include_dirs,
+        )
+        if action == Request.VERIFY:
+            return
+        if action == Request.VERIFY_AND_SAVE:
+            slot.saved = config
+            return
+        if action == Request.RECONCILE_AND_COMMIT and slot.config is not None:
+            current = slot.config
+            if getattr(current.program, "source_hash", None) != getattr(config.program, "source_hash", None):
+                raise P4RuntimeError(
+                    code_pb2.UNIMPLEMENTED,
+                    "RECONCILE_AND_COMMIT of a different program is not "
+                    "supported: use VERIFY_AND_COMMIT (state is cleared)",
+                )
+            with slot.lock:
+                current.cookie = config.cookie
+                current.p4info = config.p4info
+            return
+        slot.commit(config)
+
+    def GetForwardingPipelineConfig(self, request, context):  # noqa: N802
+        try:
+            self._check_device(request.device_id)
+        except P4RuntimeError as error:
+            abort(context, error)
+        response = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        config = self.slot.config
+        if config is None:
+            return response
+        kind = request.response_type
+        Get = p4runtime_pb2.GetForwardingPipelineConfigRequest  # noqa: N806
+        response.config.cookie.cookie = config.cookie
+        if kind in (Get.ALL, Get.P4INFO_AND_COOKIE):
+            response.config.p4info.CopyFrom(config.p4info)
+        if kind in (Get.ALL, Get.DEVICE_CONFIG_AND_COOKIE):
+            response.config.p4_device_config = config.device_config
+        return response
+
+    def Write(self, request, context):  # noqa: N802
+        try:
+            self._check_device(request.device_id)
+            self._check_primary(request)
+            self.slot.require_entities()
+            if request.atomicity not in (
+                p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR,
+                p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
+                p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC,
+            ):
+                raise P4RuntimeError(
+                    code_pb2.UNIMPLEMENTED, f"atomicity {request.atomicity} is not supported"
+                )
+        except P4RuntimeError as error:
+            abort(context, error)
+        if request.atomicity == p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+            errors = self._write_each(request.updates)
+        else:
+            errors = self._write_all_or_nothing(request.updates)
+        if any(error is not None for error in errors):
+            self._report_write_errors(context, errors)
+        return p4runtime_pb2.WriteResponse()
+
+    def _write_each(self, updates: Sequence[p4runtime_pb2.Update]) -> list[P4RuntimeError | None]:
+        """CONTINUE_ON_ERROR: every update on its own; the lock is given back to the data plane
+        every WRITE_SLICE_SECONDS so that a long batch does not stall forwarding."""
+        errors: list[P4RuntimeError | None] = []
+        count = len(updates)
+        while len(errors) < count:
+            with self.slot.control():
+                entities = self.slot.require_entities()
+                deadline = time.perf_counter() + WRITE_SLICE_SECONDS
+                while len(errors) < count:
+                    try:
+                        entities.write(updates[len(errors)])
+                        errors.append(None)
+                    except P4RuntimeError as error:
+                        errors.append(error)
+                    if time.perf_counter() > deadline:
+                        break
+        return errors
+
+    def _write_all_or_nothing(self, updates: Sequence[p4runtime_pb2.Update]) -> list[P4RuntimeError | None]:
+        """ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC: under one lock hold, undone at the first failure."""
+        errors: list[P4RuntimeError | None] = []
+        with self.slot.control():
+            entities = self.slot.require_entities()
+            undo_steps = []
+            for update in updates:
+                try:
+                    undo_steps.append(entities.write(update))
+                    errors.append(None)
+                except P4RuntimeError as error:
+                    errors.append(error)
+                    break
+            if errors and errors[-1] is not None:
+                for undo in reversed(undo_steps):
+                    undo()
+                aborted = P4RuntimeError(code_pb2.ABORTED, "rolled back: another update of the batch failed")
+                errors = [error or aborted for error in errors]
+                errors += [aborted] * (len(updates) - len(errors))
+        return errors
+
+    @staticmethod
+    def _report_write_errors(context: grpc.ServicerContext, errors: list[P4RuntimeError | None]) -> None:
+        status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure")
+        failed = [error for error in errors if error is not None]
+        for error in errors:
+            detail = p4runtime_pb2.Error(canonical_code=code_pb2.OK)
+            if error is not None:
+                detail = p4runtime_pb2.Error(canonical_code=error.code, message=error.message)
+            packed = any_pb2.Any()
+            packed.Pack(detail)
+            status.details.append(packed)
+        summary = f"Write failure: {len(failed)} of {len(errors)} updates failed; first: {failed[0].message}"
+        status.message = summary
+        context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+        context.set_code(grpc.StatusCode.UNKNOWN)
+        context.set_details(summary)
+
+    def Read(self, request, context):  # noqa: N802
+        try:
+            self._check_device(request.device_id)
+            entities = self.slot.require_entities()
+            results: list[p4runtime_pb2.Entity] = []
+            with self.slot.control():
+                for entity in request.entities:
+                    results.extend(entities.read(entity))
+        except P4RuntimeError as error:
+            abort(context, error)
+        for start in range(0, max(len(results), 1), READ_BATCH_ENTITIES):
+            yield p4runtime_pb2.ReadResponse(entities=results[start : start + READ_BATCH_ENTITIES])
+
+    def StreamChannel(self, request_iterator, context):  # noqa: N802
+        outbox: queue.SimpleQueue = queue.SimpleQueue()
+        key = next(self._stream_keys)
+        context.add_callback(lambda: outbox.put(None))
+        reader = threading.Thread(
+            target=self._read_stream,
+            args=(key, request_iterator, outbox),
+            name=f"p4rt-stream-{key}",
+            daemon=True,
+        )
+        reader.start()
+        try:
+            while True:
+                item = outbox.get()
+                if item is None:
+                    return
+                if isinstance(item, P4RuntimeError):
+                    abort(context, item)
+                yield item
+        finally:
+            self.arbitration.remove(key)
+
+    def _read_stream(self, key: int, request_iterator: Iterator, outbox: queue.SimpleQueue) -> None:
+        arbitrated = False
+        try:
+            for message in request_iterator:
+                kind = message.WhichOneof("update")
+                if kind == "arbitration":
+                    try:
+                        self.arbitration.update(key, message.arbitration, outbox.put)
+                        arbitrated = True
+                    except P4RuntimeError as error:
+                        outbox.put(error)
+                        return
+                elif kind == "packet":
+                    if not arbitrated or self.arbitration.primary_key() != key:
+                        log.warning("packet-out from a stream that is not the primary: ignored")
+                    elif self.packet_out is None:
+                        log.warning("packet-out ignored: the switch has no CPU port")
+                    else:
+                        self.packet_out(message.packet)
+        except grpc.RpcError:
+            pass
+        except Exception:  # a broken stream must not take the server down
+            log.exception("stream %d failed", key)
+        finally:
+            outbox.put(None)
+
+
+def start_p4runtime_server(
+    address: str, service: P4RuntimeService, workers: int = 16
+) -> tuple[grpc.Server, int]:
+    """Serve ``service`` on ``address`` (HOST:PORT, port 0 picks one); returns the server and its port.
+
+    Raises OSError when the address cannot be bound.
+    """
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"),
+        options=[
+            ("grpc.max_receive_message_length", 256 * 1024 * 1024),
+            ("grpc.max_send_message_length", 256 * 1024 * 1024),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot listen on {address}")
+    server.start()
+    return server, port
