@@ -29,7 +29,7 @@ import numpy as np
 from controller.routing import Path as ModelPath
 from controller.routing import RoutingError, RoutingTables, walk
 from controller.routing.network import EXTERNAL, HOST, INTERNAL, PORT_KIND_NAMES
-from emulation.packets import Hop, Twinnet, decode, latency_us, path
+from emulation.packets import TraceHop, Twinnet, decode, latency_us, path
 
 #: verdicts of a probe
 EQUAL, DIFFERS, MISDELIVERED, LOST = "equal", "differs", "misdelivered", "lost"
@@ -54,7 +54,7 @@ class Arrival:
     routing_class: int
     send_us: int
     receive_us: int
-    hops: tuple[Hop, ...]
+    hops: tuple[TraceHop, ...]
 
 
 def decode_arrival(receiver: int, frame: bytes, receive_us: int) -> Arrival | None:
@@ -92,7 +92,7 @@ class Divergence:
         return f"hop {self.hop}: measured {self.measured}, model {self.model}"
 
 
-def _describe_measured(hop: Hop, names: Sequence[str]) -> str:
+def _describe_measured(hop: TraceHop, names: Sequence[str]) -> str:
     name = names[hop.card_id] if 0 <= hop.card_id < len(names) else f"card id {hop.card_id}"
     return f"{name} in {hop.in_port} out {hop.out_port} vc {hop.vc} prio {hop.prio}"
 
@@ -102,7 +102,7 @@ def _describe_model(hop, names: Sequence[str], prio: int) -> str:
 
 
 def compare_paths(
-    measured: Sequence[Hop],
+    measured: Sequence[TraceHop],
     model: ModelPath,
     names: Sequence[str],
     priority_of_queue: Mapping[int, int] | None = None,
@@ -297,7 +297,7 @@ def check_channels(
 # -- hops and crossings -----------------------------------------------------------------------
 
 
-def hop_kinds(hops: Sequence[Hop], tables: RoutingTables) -> list[str]:
+def hop_kinds(hops: Sequence[TraceHop], tables: RoutingTables) -> list[str]:
     """Kind of the link each hop leaves on ("external", "internal", "host", "none")."""
     net = tables.network
     kinds = []

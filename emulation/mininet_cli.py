@@ -200,7 +200,7 @@ def counter_lines(network, cards, name: str) -> list[str]:
         from p4switch.daemon.side_channel import request
 
         with contextlib.suppress(OSError):
-            stats = request(network.cards[name].thrift_port, {"cmd": "stats"}, timeout=2.0)
+            stats = request(network.cards[name].side_channel_port, {"cmd": "stats"}, timeout=2.0)
             for port in stats.get("ports", []):
                 drops = sum(q["tail_drops"] for q in port.get("queues", []))
                 lines.append(

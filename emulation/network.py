@@ -69,7 +69,7 @@ from emulation.state import (
 from emulation.switches import (
     GRPC_PORT_BASE,
     MAX_CARD_ID,
-    THRIFT_PORT_BASE,
+    SIDE_CHANNEL_PORT_BASE,
     P4CardSwitch,
     PreparedProgram,
     SwitchError,
@@ -149,7 +149,7 @@ class TwinnetNetwork:
         *,
         run_id: str,
         grpc_port_base: int = GRPC_PORT_BASE,
-        thrift_port_base: int = THRIFT_PORT_BASE,
+        side_channel_port_base: int = SIDE_CHANNEL_PORT_BASE,
         link_delay: str | None = None,
         log_console: bool = False,
         start_timeout: float | None = None,
@@ -162,7 +162,7 @@ class TwinnetNetwork:
         self.out_dir = out_dir
         self.run_id = run_id
         self.grpc_port_base = grpc_port_base
-        self.thrift_port_base = thrift_port_base
+        self.side_channel_port_base = side_channel_port_base
         self.link_delay = link_delay
         self.log_console = log_console
         self.start_timeout = start_timeout or default_start_timeout(len(topology.cards))
@@ -321,7 +321,7 @@ class TwinnetNetwork:
         busy = [
             (card.name, port)
             for card in self.cards_in_order()
-            for port in (self._grpc_port(card.card_id), self._thrift_port(card.card_id))
+            for port in (self._grpc_port(card.card_id), self._side_channel_port(card.card_id))
             if port_open(port)
         ]
         if busy:
@@ -337,8 +337,8 @@ class TwinnetNetwork:
     def _grpc_port(self, card_id: int) -> int:
         return self.grpc_port_base + card_id
 
-    def _thrift_port(self, card_id: int) -> int:
-        return self.thrift_port_base + card_id
+    def _side_channel_port(self, card_id: int) -> int:
+        return self.side_channel_port_base + card_id
 
     def _create_nodes(self) -> None:
         logs = self.out_dir / "logs"
@@ -350,7 +350,7 @@ class TwinnetNetwork:
                 program=self.program,
                 log_path=logs / f"{card.name}.log",
                 grpc_port=self._grpc_port(card.card_id),
-                thrift_port=self._thrift_port(card.card_id),
+                side_channel_port=self._side_channel_port(card.card_id),
                 log_console=self.log_console,
                 run_env=self.run_env,
             )
@@ -417,7 +417,7 @@ class TwinnetNetwork:
                 card_id=card.card_id,
                 device_id=card.card_id,
                 grpc_address=f"127.0.0.1:{self._grpc_port(card.card_id)}",
-                thrift_port=self._thrift_port(card.card_id),
+                side_channel_port=self._side_channel_port(card.card_id),
                 target=self.switch_class.target_name,
                 p4info=str(self.program.p4info) if self.program.p4info else None,
                 device_config=str(self.program.device_config),
@@ -600,7 +600,7 @@ def build_network(
     out_dir: str | Path | None = None,
     switch_class: type[P4CardSwitch] | None = None,
     grpc_port_base: int = GRPC_PORT_BASE,
-    thrift_port_base: int = THRIFT_PORT_BASE,
+    side_channel_port_base: int = SIDE_CHANNEL_PORT_BASE,
     link_delay: str | None = None,
     log_console: bool = False,
     start_timeout: float | None = None,
@@ -624,7 +624,7 @@ def build_network(
     if not topology.cards:
         raise NetworkError("the topology has no cards")
     highest = max(card.card_id for card in topology.cards.values())
-    if max(grpc_port_base, thrift_port_base) + highest > 32767:
+    if max(grpc_port_base, side_channel_port_base) + highest > 32767:
         raise NetworkError(
             f"card ids up to {highest} do not fit under the port bases "
             f"(at most {MAX_CARD_ID} with the defaults)"
@@ -661,7 +661,7 @@ def build_network(
         out,
         run_id=run_id,
         grpc_port_base=grpc_port_base,
-        thrift_port_base=thrift_port_base,
+        side_channel_port_base=side_channel_port_base,
         link_delay=link_delay,
         log_console=log_console,
         start_timeout=start_timeout,

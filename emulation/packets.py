@@ -121,7 +121,7 @@ bind_layers(Ether, Twinnet, type=ETHERTYPE_TWINNET)
 
 
 @dataclass(frozen=True)
-class Hop:
+class TraceHop:
     """One card on a packet's path, as its trace entry recorded it."""
 
     card_id: int
@@ -184,11 +184,11 @@ def decode(frame: bytes) -> Packet:
     return Ether(frame)
 
 
-def path(pkt: Packet) -> list[Hop]:
+def path(pkt: Packet) -> list[TraceHop]:
     """The trace of a twinnet frame in path order: the first card first."""
     header = pkt[Twinnet]
     return [
-        Hop(e.card_id, e.in_port, e.out_port, e.vc, e.prio, e.qdepth, e.timestamp)
+        TraceHop(e.card_id, e.in_port, e.out_port, e.vc, e.prio, e.qdepth, e.timestamp)
         for e in reversed(header.trace)
     ]
 

@@ -383,7 +383,7 @@ def queue_drop_counts(network) -> dict[str, int]:
         if not card.is_alive():
             continue
         try:
-            stats = request(card.thrift_port, {"cmd": "stats"}, timeout=2.0)
+            stats = request(card.side_channel_port, {"cmd": "stats"}, timeout=2.0)
         except OSError:
             continue
         counts[name] = sum(

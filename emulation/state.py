@@ -60,7 +60,7 @@ def lock_path() -> Path:
 class CardState:
     """One card: its switch process and how to reach its P4Runtime server.
 
-    ``thrift_port``: bmv2's Thrift server / the embedded target's side channel, on 127.0.0.1.
+    ``side_channel_port``: bmv2's Thrift server / the embedded target's side channel, on 127.0.0.1.
     ``p4info``: P4Info text file (None when the target's compiler API is not available);
     ``device_config``: what the switch was started with (bmv2 JSON, or the .p4 source).
     ``killed``: the card was stopped on purpose (TwinnetNetwork.kill_card).
@@ -70,7 +70,7 @@ class CardState:
     card_id: int
     device_id: int
     grpc_address: str
-    thrift_port: int
+    side_channel_port: int
     target: str
     p4info: str | None
     device_config: str | None
@@ -141,9 +141,17 @@ class NetworkState:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NetworkState:
         data = dict(data)
-        cards = [CardState(**card) for card in data.pop("cards", [])]
+        cards = [CardState(**_renamed_keys(card)) for card in data.pop("cards", [])]
         hosts = [HostState(**host) for host in data.pop("hosts", [])]
         return cls(cards=cards, hosts=hosts, **data)
+
+
+def _renamed_keys(card: dict[str, Any]) -> dict[str, Any]:
+    """A card record as written before its side-channel port had that name (``thrift_port``)."""
+    if "thrift_port" in card and "side_channel_port" not in card:
+        card = dict(card)
+        card["side_channel_port"] = card.pop("thrift_port")
+    return card
 
 
 # -- files -----------------------------------------------------------------------

@@ -11,7 +11,7 @@ started as simple_switch_grpc's command line has it::
 
 Device id = card id; P4Runtime on 127.0.0.1:(:data:`GRPC_PORT_BASE` + card id); the
 Thrift server of bmv2 (the JSON side channel of the embedded target: queue counters
-and rates) on 127.0.0.1:(:data:`THRIFT_PORT_BASE` + card id). Both bases stay below
+and rates) on 127.0.0.1:(:data:`SIDE_CHANNEL_PORT_BASE` + card id). Both bases stay below
 Linux's ephemeral port range (32768-60999) so that no client connection takes them.
 
 Starting is split in two so that a network starts all its cards at once:
@@ -42,10 +42,10 @@ from emulation.state import MarkedPopenMixin
 
 #: P4Runtime port of card i: GRPC_PORT_BASE + i, on 127.0.0.1.
 GRPC_PORT_BASE = 20000
-#: bmv2 Thrift / embedded side-channel port of card i: THRIFT_PORT_BASE + i, on 127.0.0.1.
-THRIFT_PORT_BASE = 24000
+#: bmv2 Thrift / embedded side-channel port of card i: SIDE_CHANNEL_PORT_BASE + i, on 127.0.0.1.
+SIDE_CHANNEL_PORT_BASE = 24000
 #: Cards a machine can number under these bases (the ports must stay below 32768).
-MAX_CARD_ID = 32767 - THRIFT_PORT_BASE
+MAX_CARD_ID = 32767 - SIDE_CHANNEL_PORT_BASE
 #: Priority queues per egress port (docs/contracts.md: VC queues; bmv2's --priority-queues).
 PRIORITY_QUEUES = 8
 #: Seconds between two rounds of readiness checks (one connect per pending card).
@@ -75,7 +75,7 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
     """A card: a Mininet switch whose data plane is a P4 switch process (subclasses give the command).
 
     Parameters (besides Mininet's): ``card_id``; ``program`` (a :class:`PreparedProgram`);
-    ``log_path``; ``grpc_port`` and ``thrift_port`` (default: the bases + card id);
+    ``log_path``; ``grpc_port`` and ``side_channel_port`` (default: the bases + card id);
     ``device_id`` (default: card id); ``log_console`` (the switch logs every packet).
     """
 
@@ -92,7 +92,7 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         program: PreparedProgram,
         log_path: str | Path,
         grpc_port: int | None = None,
-        thrift_port: int | None = None,
+        side_channel_port: int | None = None,
         device_id: int | None = None,
         log_console: bool = False,
         run_env: Mapping[str, str] | None = None,
@@ -103,7 +103,9 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         self.program = program
         self.log_path = Path(log_path)
         self.grpc_port = GRPC_PORT_BASE + card_id if grpc_port is None else grpc_port
-        self.thrift_port = THRIFT_PORT_BASE + card_id if thrift_port is None else thrift_port
+        if side_channel_port is None:
+            side_channel_port = SIDE_CHANNEL_PORT_BASE + card_id
+        self.side_channel_port = side_channel_port
         self.log_console = log_console
         self.process: subprocess.Popen | None = None
         self.killed = False
@@ -121,7 +123,7 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         """The switch process's argv: simple_switch_grpc's form, which both targets take."""
         command = [*self.program_command(), "--device-id", str(self.device_id)]
         command += self.interface_arguments()
-        command += ["--thrift-port", str(self.thrift_port)]
+        command += ["--thrift-port", str(self.side_channel_port)]
         if self.log_console:
             command.append("--log-console")
         command += [
@@ -283,7 +285,7 @@ class EmbeddedSwitch(P4CardSwitch):
 
         for port, rate in rates.items():
             answer = request(
-                self.thrift_port, {"cmd": "set_queue_rate", "rate_pps": rate or None, "port": port}
+                self.side_channel_port, {"cmd": "set_queue_rate", "rate_pps": rate or None, "port": port}
             )
             if not answer.get("ok"):
                 raise SwitchError(
@@ -338,7 +340,7 @@ class BMv2Switch(P4CardSwitch):
     def set_port_rates(self, rates: Mapping[int, float | None]) -> None:
         lines = [f"set_queue_rate {int(rate) if rate else 0} {port}" for port, rate in rates.items()]
         result = subprocess.run(
-            ["simple_switch_CLI", "--thrift-port", str(self.thrift_port)],
+            ["simple_switch_CLI", "--thrift-port", str(self.side_channel_port)],
             input="\n".join(lines) + "\n",
             capture_output=True,
             text=True,

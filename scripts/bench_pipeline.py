@@ -49,8 +49,8 @@ def compile_figures(path: Path) -> dict[str, float]:
 
     figures = {}
     with tempfile.TemporaryDirectory() as folder:
-        old = os.environ.get("TWINNET_CACHE_DIR")
-        os.environ["TWINNET_CACHE_DIR"] = folder
+        old = os.environ.get("TWINNET_CACHE")
+        os.environ["TWINNET_CACHE"] = folder
         try:
             clear_memory_cache()
             figures["compile"] = cpu_time(lambda: compile_program(path))
@@ -60,9 +60,9 @@ def compile_figures(path: Path) -> dict[str, float]:
             figures["new pipeline"] = cpu_time(lambda: compile_program(path).new_pipeline(), repeat=5)
         finally:
             if old is None:
-                del os.environ["TWINNET_CACHE_DIR"]
+                del os.environ["TWINNET_CACHE"]
             else:
-                os.environ["TWINNET_CACHE_DIR"] = old
+                os.environ["TWINNET_CACHE"] = old
     return figures
 
 

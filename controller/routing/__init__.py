@@ -11,16 +11,16 @@ from controller.routing.errors import (
 )
 from controller.routing.registry import ALGORITHMS, algorithms_for, compute_tables
 from controller.routing.table import RouteEntry, RoutingTables
-from controller.routing.walker import Hop, Path, walk
+from controller.routing.walker import Path, RouteHop, walk
 
 __all__ = [
     "ALGORITHMS",
     "BlackHoleError",
-    "Hop",
     "MisdeliveryError",
     "MissingEntryError",
     "Path",
     "RouteEntry",
+    "RouteHop",
     "RoutingError",
     "RoutingLoopError",
     "RoutingTables",

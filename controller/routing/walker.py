@@ -34,7 +34,7 @@ from controller.routing.table import USES, RoutingTables
 
 
 @dataclass(frozen=True)
-class Hop:
+class RouteHop:
     """One card's forwarding: ingress and egress port, VC and queue, and the kind of link it sends onto."""
 
     card_id: int
@@ -53,7 +53,7 @@ class Path:
     src: int
     dst: int
     routing_class: int
-    hops: tuple[Hop, ...]
+    hops: tuple[RouteHop, ...]
 
     @property
     def external_hops(self) -> int:
@@ -111,7 +111,7 @@ def walk(tables: RoutingTables, src_pe: int, dst_pe: int) -> Path:
     cls = tables.class_of_source(src_pe)
     card, in_port = int(net.pe_card[src_pe]), int(net.pe_port[src_pe])
     seen: set[tuple[int, int]] = set()
-    hops: list[Hop] = []
+    hops: list[RouteHop] = []
     while True:
         where = _Place(tables, card, in_port)
         if (card, in_port) in seen:
@@ -129,7 +129,7 @@ def walk(tables: RoutingTables, src_pe: int, dst_pe: int) -> Path:
         egress, vc = int(tables.egress_port[index]), int(tables.vc[index])
         kind = int(net.port_kind[card, egress]) if 0 < egress <= net.max_port else 0
         hops.append(
-            Hop(
+            RouteHop(
                 card,
                 in_port,
                 egress,

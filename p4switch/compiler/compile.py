@@ -64,9 +64,10 @@ def _target_version() -> str:
 
 
 def cache_dir() -> Path:
-    """Folder of the on-disk cache (TWINNET_CACHE_DIR, or ~/.cache/twinnet/p4)."""
-    env = os.environ.get("TWINNET_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "twinnet" / "p4"
+    """Folder of the on-disk caches: ``p4`` under $TWINNET_CACHE (twinnet's one cache variable), else
+    ~/.cache/twinnet/p4. p4switch reads the variable itself: it imports nothing of twinnet."""
+    env = os.environ.get("TWINNET_CACHE")
+    return (Path(env) if env else Path.home() / ".cache" / "twinnet") / "p4"
 
 
 def compile_program(

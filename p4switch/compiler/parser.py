@@ -8,7 +8,6 @@ arguments of a generic call such as ``pkt.lookahead<bit<16>>()``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -139,7 +138,9 @@ def collect_type_names(tokens: list[Token]) -> set[str]:
 
 def _grammar_cache_file() -> str | bool:
     """Where lark keeps the built LALR tables between processes (it checks the grammar's hash itself)."""
-    folder = Path(os.environ.get("TWINNET_CACHE_DIR") or Path.home() / ".cache" / "twinnet" / "p4")
+    from p4switch.compiler.compile import cache_dir  # at call time: compile imports this module
+
+    folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:

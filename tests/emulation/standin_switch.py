@@ -30,7 +30,7 @@ class StandinSwitch(P4CardSwitch):
     def command_line(self) -> list[str]:
         command = [sys.executable, str(Path(__file__).resolve()), "--device-id", str(self.device_id)]
         command += self.interface_arguments()
-        command += ["--thrift-port", str(self.thrift_port), str(self.program.device_config), "--"]
+        command += ["--thrift-port", str(self.side_channel_port), str(self.program.device_config), "--"]
         command += ["--grpc-server-addr", self.grpc_address, "--priority-queues", "8"]
         return command
 
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
     split = argv.index("--")
     options, target = argv[:split], argv[split + 1 :]
     interfaces = [options[i + 1] for i, word in enumerate(options) if word == "-i"]
-    thrift_port = int(options[options.index("--thrift-port") + 1])
+    side_channel_port = int(options[options.index("--thrift-port") + 1])
     grpc_host, grpc_port = target[target.index("--grpc-server-addr") + 1].rsplit(":", 1)
     sockets = []
     for spec in interfaces:
@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
         raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
         raw.bind((name, 0))
         sockets.append(raw)
-    for port in (int(grpc_port), thrift_port):
+    for port in (int(grpc_port), side_channel_port):
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((grpc_host, port))

@@ -106,8 +106,8 @@ class Card:
 
     def __init__(self, target: Target, device_id: int, interfaces: list[tuple[int, str]]) -> None:
         self.target = target
-        self.grpc_port, self.thrift_port = free_port(), free_port()
-        arguments = ["--device-id", str(device_id), "--thrift-port", str(self.thrift_port)]
+        self.grpc_port, self.side_channel_port = free_port(), free_port()
+        arguments = ["--device-id", str(device_id), "--thrift-port", str(self.side_channel_port)]
         for number, interface in interfaces:
             arguments += ["-i", f"{number}@{interface}"]
         arguments += [
@@ -185,16 +185,15 @@ class Card:
     def set_rate(self, port: int, rate_pps: int) -> None:
         if self.target.bmv2:
             subprocess.run(
-                ["simple_switch_CLI", "--thrift-port", str(self.thrift_port)],
+                ["simple_switch_CLI", "--thrift-port", str(self.side_channel_port)],
                 input=f"set_queue_rate {rate_pps} {port}\n",
                 text=True,
                 check=True,
                 capture_output=True,
             )
         else:
-            assert request(self.thrift_port, {"cmd": "set_queue_rate", "rate_pps": rate_pps, "port": port})[
-                "ok"
-            ]
+            command = {"cmd": "set_queue_rate", "rate_pps": rate_pps, "port": port}
+            assert request(self.side_channel_port, command)["ok"]
 
     def stop(self) -> int:
         self.client.close()

@@ -12,7 +12,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from emulation import packets
-from emulation.packets import Hop, TraceEntry, Twinnet
+from emulation.packets import TraceEntry, TraceHop, Twinnet
 from p4src import CARD_PROGRAM
 from topologies.addressing import host_ip, host_mac
 
@@ -66,8 +66,8 @@ def test_trace_entries_are_newest_first_and_path_reverses_them() -> None:
     assert (header.dst_pe, header.src_pe, header.rclass, header.vc, header.hop_count) == (4, 0, 1, 1, 2)
     assert header.trace_count == 2 and len(header.trace) == 2
     assert packets.path(pkt) == [
-        Hop(7, 1, 3, 0, 0, 0, 1000),
-        Hop(8, 2, 5, 1, 3, 0x07FFFF, (1 << 48) - 1),
+        TraceHop(7, 1, 3, 0, 0, 0, 1000),
+        TraceHop(8, 2, 5, 1, 3, 0x07FFFF, (1 << 48) - 1),
     ]
     assert packets.payload_of(pkt) == b"payload"
     assert packets.encode(pkt) == frame

@@ -8,7 +8,7 @@ import pytest
 from controller.analysis.traffic import make_traffic
 from controller.routing import compute_tables, walk
 from emulation.measure import LOST, ModelPaths, SentProbe, account, judge
-from emulation.packets import Hop, Twinnet, decode
+from emulation.packets import TraceHop, Twinnet, decode
 from emulation.traffic import make_schedule, probe_frame, stamp
 from topologies.build import build_topology
 
@@ -67,7 +67,8 @@ def test_received_probes_are_not_losses(tables) -> None:
 
     sent = [SentProbe(1, 0, 5, 0), SentProbe(2, 0, 6, 0)]
     hops = tuple(
-        Hop(h.card_id, h.ingress_port, h.egress_port, h.vc, h.queue, 0, 0) for h in walk(tables, 0, 5).hops
+        TraceHop(h.card_id, h.ingress_port, h.egress_port, h.vc, h.queue, 0, 0)
+        for h in walk(tables, 0, 5).hops
     )
     results = judge(sent, [Arrival(1, 5, 0, 5, 0, 0, 40, hops)], ModelPaths(tables))
     accounting = account(results, tables, {}, {}, [], "embedded")

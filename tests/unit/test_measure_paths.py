@@ -28,7 +28,7 @@ from emulation.measure import (
     model_channels,
     stray_arrivals,
 )
-from emulation.packets import Hop, TraceEntry, Twinnet, decode, encode, probe
+from emulation.packets import TraceEntry, TraceHop, Twinnet, decode, encode, probe
 from topologies.build import build_topology
 
 
@@ -37,10 +37,10 @@ def tables():
     return compute_tables(build_topology("ndt", dims="2x4x2"), "ts-dor")
 
 
-def measured(tables, src: int, dst: int) -> tuple[Hop, ...]:
+def measured(tables, src: int, dst: int) -> tuple[TraceHop, ...]:
     """The hops a correct network would record for src -> dst (priority = queue index)."""
     return tuple(
-        Hop(h.card_id, h.ingress_port, h.egress_port, h.vc, h.queue, 0, 10 * i)
+        TraceHop(h.card_id, h.ingress_port, h.egress_port, h.vc, h.queue, 0, 10 * i)
         for i, h in enumerate(walk(tables, src, dst).hops)
     )
 
@@ -68,7 +68,7 @@ def test_a_faithful_trace_equals_the_model(tables) -> None:
 def test_a_different_port_is_reported_at_its_hop(tables) -> None:
     model = walk(tables, 0, 31)
     hops = list(measured(tables, 0, 31))
-    hops[2] = Hop(hops[2].card_id, hops[2].in_port, hops[2].out_port + 1, hops[2].vc, hops[2].prio, 0, 0)
+    hops[2] = TraceHop(hops[2].card_id, hops[2].in_port, hops[2].out_port + 1, hops[2].vc, hops[2].prio, 0, 0)
     divergence = compare_paths(hops, model, tables.network.card_names)
     assert divergence is not None and divergence.hop == 2
     assert (
@@ -81,7 +81,7 @@ def test_a_wrong_vc_or_priority_differs(tables) -> None:
     model = walk(tables, 1, 30)
     hops = list(measured(tables, 1, 30))
     last = len(hops) - 2
-    hops[last] = Hop(hops[last].card_id, hops[last].in_port, hops[last].out_port, hops[last].vc, 7, 0, 0)
+    hops[last] = TraceHop(hops[last].card_id, hops[last].in_port, hops[last].out_port, hops[last].vc, 7, 0, 0)
     divergence = compare_paths(hops, model, tables.network.card_names)
     assert divergence.hop == last and "prio 7" in divergence.measured
 
@@ -100,7 +100,7 @@ def test_judge_gives_every_sent_probe_one_verdict(tables) -> None:
         SentProbe(i, src, dst, 1000) for i, (src, dst) in enumerate([(0, 31), (1, 30), (2, 9), (3, 4)], 1)
     ]
     wrong = list(measured(tables, 2, 9))
-    wrong[0] = Hop(wrong[0].card_id, wrong[0].in_port, 99, wrong[0].vc, wrong[0].prio, 0, 0)
+    wrong[0] = TraceHop(wrong[0].card_id, wrong[0].in_port, 99, wrong[0].vc, wrong[0].prio, 0, 0)
     arrivals = [
         arrival(tables, 1, 0, 31),
         arrival(tables, 1, 0, 31),  # a duplicate
@@ -131,7 +131,7 @@ def test_channels_used_must_be_the_models(tables) -> None:
     unused_vc = next(
         vc for vc in range(16) if (hops[0].card_id, hops[0].out_port, tables.queue_of(0, vc)) not in channels
     )
-    hops[0] = Hop(hops[0].card_id, hops[0].in_port, hops[0].out_port, unused_vc, 0, 0, 0)
+    hops[0] = TraceHop(hops[0].card_id, hops[0].in_port, hops[0].out_port, unused_vc, 0, 0, 0)
     bad = judge(sent[:1], [arrival(tables, 1, 0, 31, hops=hops)], ModelPaths(tables))
     check = check_channels(bad, tables, channels, acyclic)
     assert not check.ok

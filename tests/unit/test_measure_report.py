@@ -19,7 +19,7 @@ from emulation.measure import (
     judge,
     model_channels,
 )
-from emulation.packets import Hop
+from emulation.packets import TraceHop
 from emulation.report import outcome_ok, report_data, summary_lines, write_report
 from emulation.run import RunInputError, RunOutcome, RunSettings, plan_run
 from topologies.build import build_topology
@@ -96,7 +96,7 @@ def faithful_outcome(plan, out_dir, lose=()) -> RunOutcome:
         if plan.schedule.probe_id(i) in lose:
             continue
         hops = tuple(
-            Hop(h.card_id, h.ingress_port, h.egress_port, h.vc, h.queue, i % 3, 0)
+            TraceHop(h.card_id, h.ingress_port, h.egress_port, h.vc, h.queue, i % 3, 0)
             for h in walk(tables, src, dst).hops
         )
         arrivals.append(

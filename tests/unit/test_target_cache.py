@@ -13,7 +13,7 @@ PROGS = Path(__file__).resolve().parents[1] / "p4progs"
 
 def test_second_compile_is_a_memory_cache_hit(tmp_path, monkeypatch):
     """Compiling the same source again returns the cached program, faster; another source does not."""
-    monkeypatch.setenv("TWINNET_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TWINNET_CACHE", str(tmp_path))
     clear_memory_cache()
     start = time.process_time()
     first = compile_program(PROGS / "acl.p4")
@@ -31,10 +31,10 @@ def test_second_compile_is_a_memory_cache_hit(tmp_path, monkeypatch):
 
 def test_disk_cache_survives_a_new_process_state(tmp_path, monkeypatch):
     """Without the memory cache, the disk cache gives an equivalent program."""
-    monkeypatch.setenv("TWINNET_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TWINNET_CACHE", str(tmp_path))
     clear_memory_cache()
     compiled = compile_program(PROGS / "basic.p4")
-    assert compiled.from_cache == "" and list(tmp_path.glob("*.pickle"))
+    assert compiled.from_cache == "" and list((tmp_path / "p4").glob("*.pickle"))
     clear_memory_cache()
     loaded = compile_program(PROGS / "basic.p4")
     assert loaded.from_cache == "disk" and loaded is not compiled
