@@ -28,11 +28,13 @@ from pathlib import Path
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
+from topologies.errors import TwinnetError
+
 TARGETS = ("bmv2", "embedded")
 _CACHE: dict[str, CompiledCard] = {}
 
 
-class CompileError(RuntimeError):
+class CompileError(TwinnetError, RuntimeError):
     """The card program does not compile for the target (the compiler's message is included)."""
 
 

@@ -70,6 +70,7 @@ from controller.translate import (
 from controller.twins import CardPlan, plan_cards
 from controller.wire import WireEncoder
 from p4src import card
+from topologies.errors import TwinnetError
 
 #: Updates per WriteRequest.
 DEFAULT_BATCH_SIZE = 500
@@ -182,7 +183,7 @@ class InstallReport:
             raise InstallError(self)
 
 
-class InstallError(RuntimeError):
+class InstallError(TwinnetError, RuntimeError):
     """An install left some card(s) not as planned; ``report`` says which and why."""
 
     def __init__(self, report: InstallReport) -> None:

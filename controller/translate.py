@@ -21,9 +21,10 @@ from p4.v1 import p4runtime_pb2
 
 from controller.p4info_index import FieldInfo, P4InfoIndex
 from p4src import card
+from topologies.errors import TwinnetError
 
 
-class EncodingError(ValueError):
+class EncodingError(TwinnetError, ValueError):
     """A value that does not fit the field or parameter it is meant for."""
 
 

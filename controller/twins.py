@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from controller.routing.table import RoutingTables
 from controller.translate import EntrySpec
 from p4src import card
+from topologies.errors import TwinnetError
 from topologies.model import PortRef, Topology
 
 
-class PlanError(ValueError):
+class PlanError(TwinnetError, ValueError):
     """Tables that cannot be installed on the cards (e.g. more queues than a port has)."""
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from topologies.errors import TwinnetError
 from topologies.model import Topology
 
 #: bash shell of a Mininet node (RSS of ``bash --norc -is``), MB
@@ -29,7 +30,7 @@ BUILDER_MB = 300.0
 USABLE_FRACTION = 0.8
 
 
-class CapacityError(RuntimeError):
+class CapacityError(TwinnetError, RuntimeError):
     """The network would not fit in this machine's memory."""
 
 

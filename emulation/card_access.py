@@ -14,10 +14,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from controller.routing import RoutingTables
+from topologies.errors import TwinnetError
 from topologies.model import Topology
 
 
-class CardAccessError(RuntimeError):
+class CardAccessError(TwinnetError, RuntimeError):
     """A card could not be reached, configured or read."""
 
 

@@ -35,12 +35,13 @@ from scapy.packet import Packet, Raw
 from emulation import packets
 from p4src import CARD_PROGRAM
 from topologies.addressing import host_mac
+from topologies.errors import TwinnetError
 
 #: Trace fields a target without a controllable clock and queues cannot reproduce.
 TIME_DEPENDENT_TRACE_FIELDS = ("qdepth", "timestamp")
 
 
-class VectorError(AssertionError):
+class VectorError(TwinnetError, AssertionError):
     """A vector whose outcome differs from what it expects (or a malformed vector)."""
 
 

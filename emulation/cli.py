@@ -11,6 +11,9 @@ import argparse
 import importlib
 import sys
 
+from p4switch.errors import P4SwitchError
+from topologies.errors import TwinnetError
+
 #: sub-command -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "topo": ("topologies.cli", "describe, list or draw a topology (no emulation)"),
@@ -38,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one sub-command; bad input and environment problems (twinnet's and the switch's errors,
+    ValueError, OSError) end as one line ``twinnet COMMAND: error: ...`` and exit status 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -48,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("twinnet: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError) as error:  # bad input and environment problems: a message, not a trace
+    except (TwinnetError, P4SwitchError, ValueError, OSError) as error:  # a message, not a trace
         print(f"twinnet {args.command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -79,6 +79,7 @@ from emulation.switches import (
     wait_until_ready,
 )
 from p4src import CARD_PROGRAM
+from topologies.errors import TwinnetError
 from topologies.model import PortRef, Topology
 
 Progress = Callable[[str], None]
@@ -108,7 +109,7 @@ def stderr_progress(message: str) -> None:
     print(f"twinnet: {message}", file=sys.stderr, flush=True)
 
 
-class NetworkError(RuntimeError):
+class NetworkError(TwinnetError, RuntimeError):
     """The network cannot be built here (bad input or environment); nothing was left running."""
 
 

@@ -122,23 +122,12 @@ def settings_from_args(args: argparse.Namespace):
     )
 
 
-def _run_errors() -> tuple[type[BaseException], ...]:
-    from emulation.capacity import CapacityError
-    from emulation.card_access import CardAccessError
-    from emulation.network import NetworkError
-    from emulation.switches import SwitchError
-    from emulation.traffic import TrafficError
-
-    return (CapacityError, CardAccessError, NetworkError, SwitchError, TrafficError)
-
-
 def main(args: argparse.Namespace) -> int:
     """Plan (refusing bad input before anything starts), run, report; the network always goes away."""
     from emulation.network import stderr_progress
     from emulation.report import outcome_ok, summary_lines, write_report
     from emulation.run import execute, plan_run
 
-    run_errors = _run_errors()
     topology = topology_from_args(args)
     plan = plan_run(topology, settings_from_args(args))
     stderr_progress(
@@ -146,11 +135,8 @@ def main(args: argparse.Namespace) -> int:
         f"pattern {plan.traffic.name}, routing {plan.tables.algorithm}"
         + (f"; memory {plan.memory_summary}" if plan.memory_summary else "")
     )
-    try:
-        outcome = execute(plan, progress=stderr_progress, show_bars=not args.quiet)
-    except run_errors as error:  # the network is already torn down: a message, not a trace
-        print(f"twinnet run: error: {error}", file=sys.stderr)
-        return 2
+    # twinnet's errors from here on reach twinnet's CLI (one message, exit 2) with the network torn down
+    outcome = execute(plan, progress=stderr_progress, show_bars=not args.quiet)
     files = write_report(outcome, pictures=not args.no_pictures)
     for line in summary_lines(outcome, files):
         print(line)

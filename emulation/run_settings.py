@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from topologies.errors import TwinnetError
+
 #: Probes per second each host offers when --rate is not given.
 DEFAULT_RATE_PPS = 100.0
 #: Probes per host when neither --packets nor --duration is given (all-to-all: one per destination).
@@ -20,7 +22,7 @@ DRAIN_QUIET_S = 2.0
 DRAIN_LIMIT_S = 30.0
 
 
-class RunInputError(ValueError):
+class RunInputError(TwinnetError, ValueError):
     """The run cannot be done as asked; nothing was started."""
 
 

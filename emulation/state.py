@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from topologies.errors import TwinnetError
+
 #: Machine-wide directory of twinnet's run state (override with TWINNET_STATE_DIR, e.g. in tests).
 STATE_DIR = Path(os.environ.get("TWINNET_STATE_DIR", "/tmp/twinnet"))
 STATE_VERSION = 1
@@ -328,7 +330,7 @@ class MarkedPopenMixin:
 # -- one network at a time ---------------------------------------------------------
 
 
-class NetworkBusyError(RuntimeError):
+class NetworkBusyError(TwinnetError, RuntimeError):
     """Another twinnet network holds the machine's network lock."""
 
 

@@ -39,6 +39,7 @@ from typing import ClassVar
 from mininet.node import Switch
 
 from emulation.state import MarkedPopenMixin
+from topologies.errors import TwinnetError
 
 #: P4Runtime port of card i: GRPC_PORT_BASE + i, on 127.0.0.1.
 GRPC_PORT_BASE = 20000
@@ -58,7 +59,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 Progress = Callable[[str], None]
 
 
-class SwitchError(RuntimeError):
+class SwitchError(TwinnetError, RuntimeError):
     """A card's switch could not be prepared, started or reached."""
 
 

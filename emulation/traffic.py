@@ -37,6 +37,7 @@ import numpy as np
 
 from controller.analysis.traffic import Traffic
 from emulation.packets import ETHERTYPE_TWINNET, TIME_MODULUS, encode, now_us, probe
+from topologies.errors import TwinnetError
 
 CLONE_NEWNET = 0x40000000
 SOL_PACKET = 263
@@ -55,7 +56,7 @@ MIN_FRAME_BYTES = 34
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-class TrafficError(RuntimeError):
+class TrafficError(TwinnetError, RuntimeError):
     """A host socket could not be opened, or traffic could not be sent."""
 
 

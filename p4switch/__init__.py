@@ -16,6 +16,7 @@ _EXPORTS = {
     "compile_program": "p4switch.compiler.compile",
     "EntryError": "p4switch.errors",
     "P4CompileError": "p4switch.errors",
+    "P4SwitchError": "p4switch.errors",
     "PacketError": "p4switch.errors",
     "IngressResult": "p4switch.runtime.pipeline",
     "Pipeline": "p4switch.runtime.pipeline",

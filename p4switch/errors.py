@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 
-class P4CompileError(Exception):
+class P4SwitchError(Exception):
+    """Base of the target's own errors (p4switch imports nothing of twinnet, so not twinnet's base)."""
+
+
+class P4CompileError(P4SwitchError):
     """A P4 program the target cannot compile; str() is "file:line:col: error: message"."""
 
     def __init__(self, file: str, line: int, column: int, message: str) -> None:
@@ -15,9 +19,9 @@ class P4CompileError(Exception):
         super().__init__(f"{file}:{line}:{column}: error: {message}")
 
 
-class EntryError(ValueError):
+class EntryError(P4SwitchError, ValueError):
     """An invalid control-plane request (table entry, counter or register access); state is unchanged."""
 
 
-class PacketError(Exception):
+class PacketError(P4SwitchError):
     """A packet whose processing failed inside the pipeline; the pipeline stays usable for the next packet."""

@@ -32,8 +32,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from topologies.errors import TwinnetError
 
-class BvnTreeError(ValueError):
+
+class BvnTreeError(TwinnetError, ValueError):
     """A tree size or level outside seed 001's binary fat tree."""
 
 

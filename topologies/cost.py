@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Literal
 
+from topologies.errors import TwinnetError
+
 TreeShape = Literal["single", "double"]
 TREE_SHAPES: tuple[TreeShape, ...] = ("single", "double")
 
@@ -50,7 +52,7 @@ TREE_SHAPES: tuple[TreeShape, ...] = ("single", "double")
 MAX_SWEEP_POINTS = 100_000
 
 
-class CostModelError(ValueError):
+class CostModelError(TwinnetError, ValueError):
     """Parameters outside seed 004's model (too few nodes, a radix out of range, a negative cost)."""
 
 

@@ -31,13 +31,15 @@ import math
 import sys
 from typing import Any
 
+from topologies.errors import TwinnetError
+
 MODES = ("fattree", "bvn")
 DEFAULT_A, DEFAULT_B = 10.0, 100.0  # seed 004's Fig. 3 parameters
 DEFAULT_PLOT_TOP = 64  # --plot without --sweep draws 4..max(this, twice the smoothed optimum), at most 2N
 BVN_LOADS_LIMIT = 256  # family loads take N**2 log N steps (about 0.5 s at 256, 12 s at 1024)
 
 
-class CostCliError(ValueError):
+class CostCliError(TwinnetError, ValueError):
     """Options that do not fit together."""
 
 

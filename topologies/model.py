@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from topologies.addressing import card_name, host_ip, host_mac, host_name
+from topologies.errors import TwinnetError
 
 LinkKind = Literal["external", "internal", "host"]
 LINK_KINDS: tuple[LinkKind, ...] = ("external", "internal", "host")
 
 
-class TopologyError(ValueError):
+class TopologyError(TwinnetError, ValueError):
     """A topology that cannot exist (bad parameters, a port used twice, ...)."""
 
 

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from topologies.errors import TwinnetError
 
-class PermutationError(ValueError):
+
+class PermutationError(TwinnetError, ValueError):
     """A permutation family asked for with parameters that do not define one."""
 
 

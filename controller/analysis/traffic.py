@@ -43,10 +43,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topologies.errors import TwinnetError
 from topologies.model import Topology
 
 
-class TrafficError(ValueError):
+class TrafficError(TwinnetError, ValueError):
     """A traffic pattern asked for with an unknown name or on PEs outside its domain."""
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from topologies.errors import TwinnetError
 
-class RoutingError(ValueError):
+
+class RoutingError(TwinnetError, ValueError):
     """Routing cannot be computed or followed (wrong topology for the algorithm, broken tables, ...)."""
 
 
