@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import re
 import struct
 
@@ -185,7 +184,3 @@ def test_readme_documents_every_table_action_and_counter() -> None:
     for counter in packets.CARD_COUNTERS:
         assert f"`{counter}`" in readme, counter
 
-
-def test_module_docstring_example() -> None:
-    failures, tried = doctest.testmod(packets)
-    assert tried > 0 and failures == 0
