@@ -23,8 +23,8 @@ from topologies.model import Topology, TopologyError
 
 #: family word on the command line -> what it builds
 FAMILIES: dict[str, str] = {
-    "fattree": "k-ary n-tree (seed 000); --twin builds it of twin switches",
-    "ndt": "n-dimensional twin torus nDT (seed 002): two cards and two PEs per node",
+    "fattree": "k-ary n-tree (Villar 2011); --twin builds it of twin switches",
+    "ndt": "n-dimensional twin torus nDT (Andujar thesis, nDT paper): two cards and two PEs per node",
     "torus": "k-ary n-cube / mD torus: one card and one PE per node",
 }
 

@@ -1,6 +1,6 @@
-"""Link degrees of a fat tree that only has to realise a load-balanced BvN switch's permutations (seed 001).
+"""Link degrees of a fat tree that only realises a load-balanced BvN switch's permutations (Chueh et al.).
 
-Seed 001 (Chueh, Lien, Chang, Cheng, Lee) uses Leiserson's fat tree: a
+Chueh et al. (Chueh, Lien, Chang, Cheng, Lee) use Leiserson's fat tree: a
 binary tree of N = 2**n leaves, root at level 0, leaves at level n, every
 inner node one nonblocking crossbar joined to its parent by C_u parallel
 links and to its two children by C_d links (C_d / 2 per child).
@@ -36,7 +36,7 @@ from topologies.errors import TwinnetError
 
 
 class BvnTreeError(TwinnetError, ValueError):
-    """A tree size or level outside seed 001's binary fat tree."""
+    """A tree size or level outside Chueh et al.'s binary fat tree."""
 
 
 def tree_bits(nodes: int) -> int:
@@ -46,7 +46,7 @@ def tree_bits(nodes: int) -> int:
     8
     """
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 2 or nodes & (nodes - 1):
-        raise BvnTreeError(f"seed 001's fat tree needs a power of two >= 2 end nodes, got {nodes!r}")
+        raise BvnTreeError(f"Chueh et al.'s fat tree needs a power of two >= 2 end nodes, got {nodes!r}")
     return nodes.bit_length() - 1
 
 

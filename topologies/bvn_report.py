@@ -15,7 +15,7 @@ from topologies.text_table import fmt, table
 BVN_LOADS_LIMIT = 256  # family loads take N**2 log N steps (about 0.5 s at 256, 12 s at 1024)
 
 BVN_UNITS = {
-    "level": "tree level j, root = 0, leaves = n (seed 001's numbering)",
+    "level": "tree level j, root = 0, leaves = n (Chueh et al.'s numbering)",
     "nodes": "tree nodes at this level (count)",
     "up_*": "parallel links from one node of this level to its parent (count per node)",
     "down_*": "parallel links from one node of this level to both its children (count per node)",
@@ -57,7 +57,7 @@ def bvn_report(args: argparse.Namespace) -> dict[str, Any]:
         )
     report: dict[str, Any] = {
         "mode": "bvn",
-        "source": "seed 001 (Chueh et al., load-balanced BvN switches and fat trees), Lemma 1",
+        "source": "Chueh et al. (load-balanced BvN switches and fat trees), Lemma 1",
         "nodes": args.nodes,
         "n_bits": n_bits,
         "units": BVN_UNITS,
@@ -116,7 +116,7 @@ def bvn_text(report: dict[str, Any]) -> str:
         rows.append(row)
     nb, lb = report["total_up_links_nonblocking"], report["total_up_links_lemma1"]
     out = [
-        f"Binary fat tree of {n:,} end nodes (seed 001): degrees for a load-balanced BvN switch",
+        f"Binary fat tree of {n:,} end nodes (Chueh et al.): degrees for a load-balanced BvN switch",
         "nb = nonblocking (all N! permutations), lb = Lemma 1 bound (N permutations summing to all-ones);",
         "up = links to the parent per node, down = links to both children per node, radix = up + down;",
         "level 0 is the root.",

@@ -1,6 +1,6 @@
-"""Cost of a fat tree as a function of switch radix (seed 004), for monolithic and twin switches.
+"""Cost of a fat tree as a function of switch radix (Minkenberg 2010), for monolithic and twin switches.
 
-Seed 004 (Minkenberg, Luijten, Rodriguez, *On the Optimum Switch Radix in Fat
+Minkenberg 2010 (Minkenberg, Luijten, Rodriguez, *On the Optimum Switch Radix in Fat
 Tree Networks*) counts, for ``nodes`` end nodes and switches of radix r
 (k = floor(r/2) ports down, k up):
 
@@ -20,14 +20,14 @@ The smoothed cost (eq. 7-11) has its minimum at the root of
 f(r) = r**2 (1 - ln(r/2)) + a r / 2 + b (1 + ln(r/2)) (eq. 14), independent of
 n; for b = 0 the root is a / (2 W(a / 4e)) (eq. 15, Lambert W).
 
-Twin switches (seed 000) put the same model to work on another switch: a
+Twin switches (Villar 2011) put the same model to work on another switch: a
 radix-2k twin is two cards of radix k + r joined by r internal links, so its
 cost is 2 ((k + r)**2 + b) + a_int * r, where a_int is the cost of one
 internal link (by default the same as an inter-switch link: both take the
 cards' pins). :func:`compare_designs` sets it beside a monolithic radix-2k
 switch and beside a deeper tree built from the cards alone.
 
-Example (the binary 4-tree of seed 004's Fig. 1(b): 16 nodes, radix 4)::
+Example (the binary 4-tree of Minkenberg 2010, Fig. 1(b): 16 nodes, radix 4)::
 
     >>> tree = evaluate(monolithic_switch(4), nodes=16, a=10, b=100)
     >>> tree.levels, tree.switches, tree.inter_switch_links, tree.total_cost
@@ -53,10 +53,10 @@ MAX_SWEEP_POINTS = 100_000
 
 
 class CostModelError(TwinnetError, ValueError):
-    """Parameters outside seed 004's model (too few nodes, a radix out of range, a negative cost)."""
+    """Parameters outside Minkenberg 2010's model (too few nodes, a radix out of range, a negative cost)."""
 
 
-# -- input checks ---------------------------------------------------------------------------------
+# -- input checks ----------------------------------------------------------------------------------
 
 
 def _is_integer(value: object) -> bool:
@@ -92,7 +92,7 @@ def _check_shape(shape: str) -> None:
 
 
 def check_radix(radix: int, nodes: int, shape: TreeShape = "single", *, even: bool = True) -> None:
-    """Seed 004's range: an even integer radix with 4 <= r <= 2n (r <= n for the double-sized tree).
+    """Minkenberg 2010's range: an even integer radix with 4 <= r <= 2n (r <= n for the double-sized tree).
 
     ``even=False`` admits odd radices (a chip used as it is, one port idle).
 
@@ -114,7 +114,7 @@ def check_radix(radix: int, nodes: int, shape: TreeShape = "single", *, even: bo
 
 
 def check_costs(**costs: float) -> None:
-    """Cost parameters are finite numbers >= 0 (seed 004 expects a, b > 1 in practice).
+    """Cost parameters are finite numbers >= 0 (Minkenberg 2010 expects a, b > 1 in practice).
 
     >>> check_costs(a=10, b=-1)
     Traceback (most recent call last):
@@ -131,7 +131,7 @@ def check_costs(**costs: float) -> None:
             raise CostModelError(f"cost parameter {name} must be a finite number >= 0, got {value!r}")
 
 
-# -- seed 004: the discrete model -----------------------------------------------------------------
+# -- Minkenberg 2010: the discrete model -----------------------------------------------------------
 
 
 def _smallest_power_at_least(base: int, target: int) -> int:
@@ -230,7 +230,7 @@ def tree_counts(radix: int, nodes: int, shape: TreeShape = "single") -> tuple[in
     return levels_double(radix, nodes), switches_double(radix, nodes), inter_switch_links_double(radix, nodes)
 
 
-# -- seed 004: smoothed model and optimum radix ---------------------------------------------------
+# -- Minkenberg 2010: smoothed model and optimum radix ---------------------------------------------
 
 
 def smoothed_cost(radix: float, nodes: float, a: float, b: float) -> float:
@@ -316,12 +316,12 @@ def optimum_radix_b_estimate(b: float) -> float:
     return 2 + math.sqrt(b + 4)
 
 
-# -- seed 004, Table I: technology estimate -------------------------------------------------------
+# -- Minkenberg 2010, Table I: technology estimate -------------------------------------------------
 
 
 @dataclass(frozen=True)
 class TechnologyEstimate:
-    """One column of seed 004's Table I, recomputed from its inputs (costs in dollars)."""
+    """One column of Minkenberg 2010's Table I, recomputed from its inputs (costs in dollars)."""
 
     name: str
     packets_per_crosspoint: int
@@ -374,7 +374,7 @@ TABLE_I: dict[str, TechnologyEstimate] = {
 TABLE_I_PRINTED: dict[str, tuple[float, float]] = {"low-end": (810.0, 16.3), "high-end": (5100.0, 1.63)}
 
 
-# -- switch designs: monolithic and twin ----------------------------------------------------------
+# -- switch designs: monolithic and twin -----------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -383,7 +383,7 @@ class SwitchDesign:
 
     ``radix`` is the number of ports the switch offers to the tree. A
     monolithic switch is one chip of that radix; a twin switch of radix 2k is
-    two cards of radix k + r joined by r internal links (seed 000).
+    two cards of radix k + r joined by r internal links (Villar 2011).
 
     >>> twin_switch(56, 8)
     SwitchDesign(kind='twin', radix=56, chips=2, chip_radix=36, internal_links=8)
@@ -410,7 +410,7 @@ class SwitchDesign:
 
 
 def monolithic_switch(radix: int) -> SwitchDesign:
-    """One chip of ``radix`` ports (seed 004's switch).
+    """One chip of ``radix`` ports (Minkenberg 2010's switch).
 
     >>> monolithic_switch(16).crosspoints
     256
@@ -421,7 +421,7 @@ def monolithic_switch(radix: int) -> SwitchDesign:
 
 
 def twin_switch(radix: int, internal_links: int) -> SwitchDesign:
-    """A radix-2k twin: two cards of radix k + r, r internal links, 1 <= r < k (seed 000: k < m < 2k).
+    """A radix-2k twin: two cards of radix k + r, r internal links, 1 <= r < k (Villar 2011: k < m < 2k).
 
     >>> twin_switch(8, 4)
     Traceback (most recent call last):
@@ -450,12 +450,12 @@ def default_internal_links(radix: int) -> int:
     return fattree_rule(radix // 2)
 
 
-# -- network cost of one design -------------------------------------------------------------------
+# -- network cost of one design --------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class NetworkCost:
-    """Seed 004's counts and cost for one switch design and one number of end nodes.
+    """Minkenberg 2010's counts and cost for one switch design and one number of end nodes.
 
     Counts are numbers of things; costs are in units of one crosspoint.
     ``switches`` counts logical switches (twins count once), ``chips`` the
@@ -519,7 +519,7 @@ def evaluate(
     radix is allowed (its spare port stays idle). ``internal_link_cost``
     defaults to ``a``.
 
-    >>> twin = evaluate(twin_switch(56, 8), 21952, a=10, b=100)   # seed 000's example
+    >>> twin = evaluate(twin_switch(56, 8), 21952, a=10, b=100)   # Villar 2011's example
     >>> twin.levels, twin.switches, twin.chips, twin.internal_links
     (3, 2352, 4704, 18816)
     """

@@ -1,4 +1,4 @@
-"""``twinnet cost``: seed 004's fat-tree cost and optimum radix, with twin switches; seed 001's BvN degrees.
+"""``twinnet cost``: fat-tree cost and optimum radix, twin switches too (Minkenberg 2010); BvN link degrees.
 
 Two modes:
 
@@ -8,7 +8,7 @@ Two modes:
   deeper trees of the twin's cards and of radix-R/2 switches; the optimum
   radix (root of eq. 14, its closed form for b = 0, the exhaustive discrete
   optimum). ``--plot FILE.png`` draws cost against radix for a sweep.
-* ``twinnet cost bvn --nodes N``: seed 001's per-level link degrees of a fat
+* ``twinnet cost bvn --nodes N``: Chueh et al.'s per-level link degrees of a fat
   tree that only realises a load-balanced BvN switch's N permutations
   (Lemma 1) against the nonblocking ones, with the loads the bit-reverse
   family and the rotators put on them.
@@ -35,7 +35,7 @@ import sys
 from topologies.errors import TwinnetError
 
 MODES = ("fattree", "bvn")
-DEFAULT_A, DEFAULT_B = 10.0, 100.0  # seed 004's Fig. 3 parameters
+DEFAULT_A, DEFAULT_B = 10.0, 100.0  # Minkenberg 2010, Fig. 3's parameters
 DEFAULT_PLOT_TOP = 64  # --plot without --sweep draws 4..max(this, twice the smoothed optimum), at most 2N
 
 
@@ -50,8 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         choices=MODES,
         default="fattree",
-        help="fattree (default): seed 004's cost model, monolithic vs twin switches; "
-        "bvn: seed 001's link degrees for a load-balanced BvN switch",
+        help="fattree (default): Minkenberg 2010's cost model, monolithic vs twin switches; "
+        "bvn: Chueh et al.'s link degrees for a load-balanced BvN switch",
     )
     parser.add_argument(
         "--nodes",
@@ -77,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument(
         "--preset",
         choices=("low-end", "high-end"),
-        help="a and b as seed 004's Table I prints them (low-end 810/16.3, high-end 5100/1.63)",
+        help="a and b as Minkenberg 2010's Table I prints them (low-end 810/16.3, high-end 5100/1.63)",
     )
     radix = model.add_mutually_exclusive_group()
     radix.add_argument("--radix", type=int, help="one even radix 2k, 4..2N: compare the designs at it")

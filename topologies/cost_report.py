@@ -28,8 +28,8 @@ FATTREE_UNITS = {
     "link_cost": "a x inter_switch_links, in crosspoint units",
     "internal_links_cost": "internal_link_cost x internal_links, in crosspoint units",
     "chip_cost": "crosspoints + b x chips, in crosspoint units",
-    "total_cost": "link_cost + internal_links_cost + chip_cost, in crosspoint units (seed 004's C_ss for "
-    "monolithic switches)",
+    "total_cost": "link_cost + internal_links_cost + chip_cost, in crosspoint units (Minkenberg 2010's C_ss "
+    "for monolithic switches)",
     "a, b, internal_link_cost": "crosspoint units (one crosspoint = 1)",
     "optimum radices": "ports (real numbers for the smoothed model, even integers for the discrete one)",
 }
@@ -55,7 +55,8 @@ def _assumptions(a: float, b: float, internal_link_cost: float, internal_links: 
         else "r = ceil(k/4), at least 1 (topologies.fattree)"
     )
     return [
-        "seed 004: k-ary l-tree of same-radix switches, k = floor(r/2) ports down and k up, full bisection",
+        "Minkenberg 2010: k-ary l-tree of same-radix switches, k = floor(r/2) ports down and k up, full "
+        "bisection",
         "cost unit: one crosspoint; a chip of radix m costs m^2 + b (crosspoints plus base cost b)",
         f"inter-switch link: a = {a:g} each; host links excluded (the same for every design)",
         "levels: smallest L with k^L >= N (integers); switches: L x ceil(N/k) as published (a full level "
@@ -176,7 +177,7 @@ def fattree_report(args: argparse.Namespace) -> dict[str, Any]:
         raise CostCliError(f"--plot writes a PNG file; give a name ending in .png, got {args.plot!r}")
     report: dict[str, Any] = {
         "mode": "fattree",
-        "source": "seed 004 (Minkenberg et al., optimum switch radix) applied to seed 000's twin switches",
+        "source": "Minkenberg 2010 (optimum switch radix) applied to Villar 2011's twin switches",
         "nodes": args.nodes,
         "shape": args.shape,
         "parameters": {
@@ -235,7 +236,7 @@ def fattree_text(report: dict[str, Any]) -> str:
     p = report["parameters"]
     preset = f" ({p['preset']})" if p["preset"] else ""
     out = [
-        f"Fat-tree cost (seed 004) for {report['nodes']:,} end nodes, {report['shape']}-sized tree",
+        f"Fat-tree cost (Minkenberg 2010) for {report['nodes']:,} end nodes, {report['shape']}-sized tree",
         f"a = {p['a']:g}{preset}, b = {p['b']:g}, internal link = {p['internal_link_cost']:g}"
         "  (all in crosspoint units)",
         "",

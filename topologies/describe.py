@@ -1,6 +1,6 @@
 """Text and JSON descriptions of a Topology: summary, port tables, listings.
 
-The port table is the published map from the seeds' port names to card port
+The port table is the published map from the papers' port names to card port
 numbers (docs/contracts.md): cards that number their ports the same way share
 one row, so a whole nDT torus prints two rows (card 0, card 1) and a twin fat
 tree four (alpha and beta below the roots and at the roots).

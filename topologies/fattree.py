@@ -1,6 +1,6 @@
-"""k-ary n-trees (seed 000): one card per switch, or twin switches of two cards each.
+"""k-ary n-trees (Villar 2011): one card per switch, or twin switches of two cards each.
 
-Notation of seed 000 (spec section 1): N = k^n terminals h = h_{n-1}..h_0 (base k);
+Notation of Villar 2011 (fat-tree notes §1): N = k^n terminals h = h_{n-1}..h_0 (base k);
 n stages of k^(n-1) switches <s, o> with o = o_{n-2}..o_0; a switch has 2k ports,
 0..k-1 down (towards the terminals) and k..2k-1 up. The wiring is the butterfly
 rule in closed form: up port k + j of <s, o> is cabled to down port o_s of
@@ -77,7 +77,7 @@ def switch_index(k: int, n: int, stage: int, o: Sequence[int]) -> int:
 
 
 def switch_name(stage: int, o: Sequence[int], k: int) -> str:
-    """Name of <s, o> with the digits most significant first, as seed 000 writes them.
+    """Name of <s, o> with the digits most significant first, as Villar 2011 writes them.
 
     >>> switch_name(1, (1, 0), 2)
     's1o01'
@@ -114,7 +114,7 @@ def down_neighbor(k: int, stage: int, o: Sequence[int], down_port: int) -> tuple
 
 
 def default_internal_links(k: int) -> int:
-    """r = ceil(k/4), at least 1: what seed 002's fat-tree simulations used (k=4: 1, k=8: 2)."""
+    """r = ceil(k/4), at least 1 (k=4: 1, k=8: 2), as the Andujar thesis simulates (torus notes I §1.5)."""
     return max(1, math.ceil(k / 4))
 
 
@@ -151,7 +151,7 @@ def twin_fattree(
     `r` internal links join the two cards of every twin (default ``default_internal_links(k)``).
     `config` places the 2k switch ports of stages 0..n-2 on the cards, `root_config`
     those of stage n-1: a name from ``topologies.scp.SCP_NAMES`` or the list of switch
-    ports card alpha owns. The defaults are the optimal ones of seed 000 (whole
+    ports card alpha owns. The defaults are the optimal ones of Villar 2011 (whole
     pairs (j, j+k) per card below the roots, all down ports on alpha at the roots).
     Both cards of every twin exist, including root betas that carry no traffic.
 

@@ -118,7 +118,7 @@ class Twin:
 
     ``stage`` is the fat-tree stage (None for tori). ``coords`` is the position:
     fat trees the digits o_0, o_1, ..., o_{n-2} (least significant first), tori
-    the node coordinates o_0 .. o_{n-1} (d0 first). ``ports`` maps the seeds'
+    the node coordinates o_0 .. o_{n-1} (d0 first). ``ports`` maps the papers'
     port names of the logical switch (fat trees "0".."2k-1", tori "d0+", "d0-",
     ...) to the card port that implements each.
     """
@@ -131,11 +131,11 @@ class Twin:
 
 
 class Topology:
-    """Cards, hosts (indexed by PE), twins and links, with the seeds' name of every card port.
+    """Cards, hosts (indexed by PE), twins and links, with the papers' name of every card port.
 
     ``family`` is one of "kary-ntree", "twin-fattree", "torus", "ndt" (or another
     generator's name); ``params`` holds the generator's parameters. ``port_names``
-    gives the seed name of each card port ("3", "int0", "d1-", "pe", ...);
+    gives the paper's name of each card port ("3", "int0", "d1-", "pe", ...);
     ``unused_ports`` lists ports that exist but carry no link (a root switch's up
     ports). Construction checks that no port is used twice and every link end exists.
     """
@@ -209,7 +209,7 @@ class Topology:
         return [link for link in self.links if link.kind == kind]
 
     def port_named(self, card: str, name: str) -> PortRef:
-        """The port of `card` whose seed name is `name` ("d1-", "int0", "pe", "5", ...); KeyError if none."""
+        """The port of `card` named `name` ("d1-", "int0", "pe", "5", ...); KeyError if none."""
         if not hasattr(self, "_ports_by_name"):
             self._ports_by_name = {(ref.node, port_name): ref for ref, port_name in self.port_names.items()}
         return self._ports_by_name[card, name]

@@ -1,8 +1,8 @@
-"""Permutation families over PE indices from seed 001 (load-balanced Birkhoff-von Neumann switches).
+"""Permutation families over PE indices from Chueh et al. (load-balanced Birkhoff-von Neumann switches).
 
 A load-balanced BvN switch with N = 2**n ports only has to realise N
 permutations P_1..P_N whose matrices sum to the all-ones matrix (every
-input meets every output exactly once per frame of N slots). Seed 001 builds
+input meets every output exactly once per frame of N slots). Chueh et al. build
 such a family from the bit-reverse permutation pi (the n-bit string of x read
 backwards) and its circular shifts, ``pi_i(x) = (pi(x) + i) mod N`` for
 i = 1..N, and shows that every pi_i has the *uniform mapping property*, which
@@ -44,7 +44,7 @@ def _check_bits(n_bits: int) -> None:
 
 
 def bit_reverse(x: int, n_bits: int) -> int:
-    """The n-bit string of ``x`` read backwards (seed 001, eq. 9: I_m(pi(x)) = I_{n+1-m}(x)).
+    """The n-bit string of ``x`` read backwards (Chueh et al., eq. 9: I_m(pi(x)) = I_{n+1-m}(x)).
 
     >>> bit_reverse(0b0001, 4), bit_reverse(0b0110, 4), bit_reverse(0b1101, 4)
     (8, 6, 11)
@@ -70,7 +70,7 @@ def bit_reverse_permutation(n_bits: int) -> list[int]:
 
 
 def shifted_bit_reverse(n_bits: int, shift: int) -> list[int]:
-    """pi_i of seed 001 (eq. 10): bit-reverse first, then shift circularly by ``shift`` (taken mod N).
+    """pi_i of Chueh et al. (eq. 10): bit-reverse first, then shift circularly by ``shift`` (taken mod N).
 
     >>> shifted_bit_reverse(2, 1)      # pi = [0, 2, 1, 3], then + 1 mod 4
     [1, 3, 2, 0]
@@ -83,7 +83,7 @@ def shifted_bit_reverse(n_bits: int, shift: int) -> list[int]:
 
 
 def bit_reverse_permutations(n_bits: int) -> list[list[int]]:
-    """Seed 001's family pi_1, ..., pi_N (N = 2**n_bits), in the paper's order.
+    """Chueh et al.'s family pi_1, ..., pi_N (N = 2**n_bits), in the paper's order.
 
     List position ``i - 1`` holds pi_i, so the last entry is pi_N = pi. Slot i of
     a load-balanced BvN frame uses pi_i; over the N slots every source reaches
@@ -101,7 +101,7 @@ def bit_reverse_permutations(n_bits: int) -> list[list[int]]:
 def rotator_permutations(size: int) -> list[list[int]]:
     """The rotators sigma_c^1..sigma_c^N, ``x -> (x + i) mod N``: the classic LB-BvN family.
 
-    They also sum to the all-ones matrix, but (seed 001, section II) need the
+    They also sum to the all-ones matrix, but (Chueh et al., Sect. II) need the
     full nonblocking fat-tree degrees.
 
     >>> rotator_permutations(3)
@@ -122,7 +122,7 @@ def is_permutation(mapping: Sequence[int]) -> bool:
 
 
 def sums_to_all_ones(family: Sequence[Sequence[int]]) -> bool:
-    """True if the permutation matrices of ``family`` add up to the all-ones matrix (seed 001, eq. 1).
+    """True if the permutation matrices of ``family`` add up to the all-ones matrix (Chueh et al., eq. 1).
 
     That holds exactly when there are N permutations of N elements and every
     (source, destination) pair occurs in exactly one of them.
@@ -138,7 +138,7 @@ def sums_to_all_ones(family: Sequence[Sequence[int]]) -> bool:
 
 
 def subtree_leaves(n_bits: int, level: int, index: int) -> range:
-    """S(j, k) of seed 001 (eq. 2): the leaves under node (j, k) of the binary tree, root at level 0.
+    """S(j, k) of Chueh et al. (eq. 2): the leaves under node (j, k) of the binary tree, root at level 0.
 
     >>> list(subtree_leaves(4, 3, 2)), list(subtree_leaves(4, 2, 1))
     ([4, 5], [4, 5, 6, 7])
@@ -151,7 +151,7 @@ def subtree_leaves(n_bits: int, level: int, index: int) -> range:
 
 
 def has_uniform_mapping_property(mapping: Sequence[int], level: int | None = None) -> bool:
-    """Seed 001's uniform mapping property (Definition 3), for one level j or for all levels.
+    """Chueh et al.'s uniform mapping property (Definition 3), for one level j or for all levels.
 
     For level j: the image of every level-j subtree meets every level-(n-j)
     subtree in exactly one leaf, |sigma(S(j,k)) ∩ S(n-j,l)| = 1. The paper's

@@ -6,7 +6,7 @@ between the cards (docs/contracts.md), e.g. ``d0+d0-d1+|d1-d2+d2-`` or
 ``X+X-Y+|Y-Z+Z-``. Every card holds exactly n ports; the same configuration is
 used at every node.
 
-CBest (seed 002, Def. 3.5, with the project's sign convention): lower dimensions
+CBest (Andujar thesis, nDT paper, Def. 3.5, with the project's sign convention): lower dimensions
 on card 0, higher on card 1; for odd n the central dimension h = (n-1)/2 is split
 with **d_h+ on card 0 and d_h- on card 1**.
 
@@ -36,7 +36,7 @@ _TOKEN = re.compile(r"\s*(?:d(\d+)|([XYZWxyzw]))\s*([+-])\s*")
 
 
 def port_name(dimension: int, sign: int) -> str:
-    """Seed name of a torus port: port_name(1, -1) == 'd1-'."""
+    """Paper name of a torus port: port_name(1, -1) == 'd1-'."""
     return f"d{dimension}{'+' if sign > 0 else '-'}"
 
 
@@ -115,7 +115,7 @@ def make_config(n: int, card0_ports: list[Port] | frozenset[Port]) -> PortConfig
 def cbest(n: int, split_sign_on_card0: int = 1) -> PortConfig:
     """CBest for n dimensions: for odd n, d_h<split_sign_on_card0> on card 0, h = (n-1)/2.
 
-    The project's convention is d_h+ on card 0 (the default); seed 002's Def. 3.5
+    The project's convention is d_h+ on card 0 (the default); the nDT paper's Def. 3.5
     prints d_h- (``split_sign_on_card0=-1``, named "cbest-thesis"), which is as good
     for odd k and worse for even k with ties going +.
     """

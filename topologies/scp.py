@@ -1,6 +1,6 @@
 """Switch-level connection patterns (SCPs) of a fat-tree twin switch: which switch ports card alpha owns.
 
-Seed 000 (spec section 3.5): a twin of arity k has 2k switch ports, 0..k-1 down
+Villar 2011 (fat-tree notes §3.5): a twin of arity k has 2k switch ports, 0..k-1 down
 and k..2k-1 up; card alpha owns k of them (the configuration C^alpha), card beta
 the rest. The optimum below the roots keeps every pair (j, j + k) on one card,
 k/2 pairs per card ("pairs"); at the roots all down ports go on one card
@@ -33,7 +33,7 @@ SCP_NAMES: dict[str, str] = {
 
 
 def pairs_config(k: int) -> frozenset[int]:
-    """The canonical optimal configuration {0..k/2-1} U {k..3k/2-1} (seed 000, Example 1.7 T_1)."""
+    """The canonical optimal configuration {0..k/2-1} U {k..3k/2-1} (Villar 2011, Example 1.7 T_1)."""
     if k % 2:
         raise TopologyError(f"config 'pairs' needs an even k (k/2 pairs per card), got k={k}")
     return frozenset(range(k // 2)) | frozenset(range(k, k + k // 2))
@@ -45,7 +45,7 @@ def alldown_config(k: int) -> frozenset[int]:
 
 
 def unpaired_config(k: int) -> frozenset[int]:
-    """p = k/2 with pairs split: optimal for forward and turnaround traffic only (seed 002 part 1, 1.4)."""
+    """p = k/2 with pairs split: optimal for forward and turnaround traffic only (torus notes I §1.4)."""
     if k % 4:
         raise TopologyError(f"config 'unpaired' needs k divisible by 4, got k={k}")
     quarter, half = k // 4, k // 2

@@ -181,7 +181,7 @@ def equivalent_torus_dims(dims: str | Sequence[int]) -> tuple[int, ...]:
     """The mD torus built from the same cards, one per node: m = (n+1)//2 dimensions, 2 * prod(k_i) PEs.
 
     The most balanced shape (smallest largest radix, then smallest second largest,
-    ...), largest radix first, as seed 002 compares them (4x4x4 3DT vs 16x8 2D).
+    ...), largest radix first, as the Andujar thesis compares them (4x4x4 3DT vs 16x8 2D).
 
     >>> equivalent_torus_dims("4x4x4"), equivalent_torus_dims("4x4x2x2x2"), equivalent_torus_dims("5x5x5")
     ((16, 8), (8, 8, 4), (25, 10))

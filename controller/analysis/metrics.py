@@ -1,12 +1,12 @@
-"""The seeds' internal-link metrics, exactly as docs/contracts.md defines `paper_metric`.
+"""The papers' internal-link metrics, exactly as docs/contracts.md defines `paper_metric`.
 
-* Twin fat trees (seed 000 section 4.3): per stage, the number of paths (all
+* Twin fat trees (fat-tree notes §4.3): per stage, the number of paths (all
   ordered terminal pairs, DESTRO) through one twin switch that cross its
   internal link(s); k^(n+1)/2 per switch below the roots with the optimal pair
   configuration, 0 at the roots with all down ports on one card. Read from the
   tables: a path crosses a twin's internal link at most once per visit, so the
   count is the all-pairs load summed over the twin's internal egress entries.
-* nDT tori (seed 002, Table 1.1, Prop 3.3, R_CBest): node-level transit paths
+* nDT tori (Andujar thesis: Table 1.1, nDT paper Prop 3.3, R_CBest): node-level transit paths
   crossing one node's internal link under DOR (ties +), uniform traffic, paths
   that start or end at the node excluded. Every node sees the same count
   (translation symmetry), so it is counted from one source node: for each
@@ -16,7 +16,7 @@
   comparing configurations costs one histogram.
 
 >>> histogram = dor_transit_port_pairs((5, 5, 5))
->>> sum(histogram.values())          # all transit paths through a node of a 5x5x5 torus (spec part 1, 2.5)
+>>> sum(histogram.values())          # all transit paths through a node of a 5x5x5 torus (torus notes I §2.5)
 326
 """
 
@@ -77,13 +77,13 @@ def ndt_paper_metric(
         "unit": "node pairs (paths)",
         "scope": "per node (every node alike): node-level transit paths through the node that cross its "
         "internal link under DOR (ties +), uniform traffic, paths starting or ending at the node "
-        "excluded (seed 002 Table 1.1, Prop 3.3, R_C)",
+        "excluded (Andujar thesis Table 1.1, nDT paper Prop 3.3, R_C)",
         "config": config_text,
     }
 
 
 def fattree_paper_metric(pairs: AllPairs, loads: np.ndarray | None = None) -> dict[str, Any]:
-    """Seed 000's per-switch internal-link crossings, per stage (min and max over the stage's twins)."""
+    """Villar 2011's per-switch internal-link crossings, per stage (min and max over the stage's twins)."""
     tables = pairs.tables
     net, params = tables.network, tables.topology.params
     k, n = int(params["k"]), int(params["n"])
@@ -110,6 +110,6 @@ def fattree_paper_metric(pairs: AllPairs, loads: np.ndarray | None = None) -> di
         "per_stage": stages,
         "unit": "paths",
         "scope": "per twin switch, by stage: ordered terminal pairs (all N(N-1), DESTRO) whose path crosses "
-        "that twin's internal links (seed 000 section 4.3); min/max over the stage's twins; "
-        "optimal_configuration_value is the seed's k^(n+1)/2 below the roots and 0 at the roots",
+        "that twin's internal links (fat-tree notes §4.3); min/max over the stage's twins; "
+        "optimal_configuration_value is the paper's k^(n+1)/2 below the roots and 0 at the roots",
     }

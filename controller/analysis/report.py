@@ -24,9 +24,9 @@ UNITS: dict[str, str] = {
     "hops": "card-to-card links per path (external and internal; host links excluded), over all paths; "
     "avg/max over paths; 'external' and 'internal' count each kind apart; 'paths_with_internal' "
     "is the fraction of paths using at least one internal link; 'diameter' = max",
-    "switch_hops": "fat trees: twin switches (logical switches) visited per path, the measure of seed 000",
+    "switch_hops": "fat trees: twin switches (logical switches) visited per path, the measure of Villar 2011",
     "internal_link_crossings": "internal-link traversals summed over all paths (each of r links counted)",
-    "paper_metric": "the seeds' count, scope in the field (docs/contracts.md); null where the seeds "
+    "paper_metric": "the papers' count, scope in the field (docs/contracts.md); null where the papers "
     "define none",
     "deadlock_free": "the channel dependency graph of all paths (channels = (directed card-to-card link, "
     "queue)) has no cycle",
@@ -63,11 +63,11 @@ def hop_statistics(pairs: AllPairs) -> dict[str, Any]:
 def paper_metric(
     tables: RoutingTables, pairs: AllPairs, unit_loads: np.ndarray | None = None
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """(metric, None) where the seeds define one for this topology, else (None, reason)."""
+    """(metric, None) where the papers define one for this topology, else (None, reason)."""
     family = tables.topology.family
     if family == "twin-fattree":
         if tables.algorithm != "destro":
-            return None, "seed 000 counts internal-link crossings under DESTRO only"
+            return None, "Villar 2011 counts internal-link crossings under DESTRO only"
         return fattree_paper_metric(pairs, unit_loads), None
     if family == "ndt":
         from controller.routing.torus_view import TorusView
@@ -84,7 +84,7 @@ def paper_metric(
         return None, "single-card switches have no internal link"
     if family == "torus":
         return None, "a torus of single-card nodes has no internal link"
-    return None, f"the seeds define no internal-link metric for a {family!r} topology"
+    return None, f"the papers define no internal-link metric for a {family!r} topology"
 
 
 def link_loads(pairs: AllPairs, traffic: Traffic) -> dict[tuple[int, int], float]:

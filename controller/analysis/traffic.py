@@ -21,8 +21,8 @@ tornado                torus/nDT coordinates: o_i + ceil(k_i/2) - 1 in every dim
 neighbour              torus/nDT coordinates: o_i + 1 in every dimension, same card
 hotspot                any N: `fraction` of each PE's traffic to PE `hotspot`, the rest uniform
 random-permutation     any N: a permutation drawn from numpy's generator seeded with `seed`
-bit-reverse-shift      N = 2^b: seed 001's pi_i(x) = (bitrev(x) + i) mod N, i = `shift` (1..N)
-bit-reverse-family     N = 2^b: all N permutations pi_1..pi_N of seed 001, weight 1/N each,
+bit-reverse-shift      N = 2^b: Chueh et al.'s pi_i(x) = (bitrev(x) + i) mod N, i = `shift` (1..N)
+bit-reverse-family     N = 2^b: all N permutations pi_1..pi_N of Chueh et al., weight 1/N each,
                        phase i-1 for pi_i (together every pair once: the all-ones matrix)
 =====================  ==========================================================
 
@@ -134,7 +134,7 @@ def transpose(num_pes: int) -> Traffic:
 
 
 def perfect_shuffle(num_pes: int) -> Traffic:
-    """dst = src's bits rotated left by one (seed 000's perfect shuffle with k = 2)."""
+    """dst = src's bits rotated left by one (the perfect shuffle, Villar 2011 and Massini 2022; k = 2)."""
     bits = _bits("perfect-shuffle", num_pes)
     src = np.arange(num_pes, dtype=np.int64)
     return _permutation("perfect-shuffle", ((src << 1) | (src >> (bits - 1))) & (num_pes - 1))
@@ -207,7 +207,7 @@ def random_permutation(num_pes: int, seed: int = 0) -> Traffic:
 
 
 def bit_reverse_shift(num_pes: int, shift: int = 1) -> Traffic:
-    """Seed 001's pi_shift: dst = (bitrev(src) + shift) mod N, 1 <= shift <= N."""
+    """Chueh et al.'s pi_shift: dst = (bitrev(src) + shift) mod N, 1 <= shift <= N."""
     from topologies.permutations import shifted_bit_reverse
 
     bits = _bits("bit-reverse-shift", num_pes)
@@ -217,7 +217,7 @@ def bit_reverse_shift(num_pes: int, shift: int = 1) -> Traffic:
 
 
 def bit_reverse_family(num_pes: int) -> Traffic:
-    """All N permutations pi_1..pi_N of seed 001 (weight 1/N each, phase i-1 for pi_i)."""
+    """All N permutations pi_1..pi_N of Chueh et al. (weight 1/N each, phase i-1 for pi_i)."""
     from topologies.permutations import bit_reverse_permutations
 
     bits = _bits("bit-reverse-family", num_pes)

@@ -2,7 +2,7 @@
 
 An algorithm supplies ``decide(cards, dsts, routing_class) -> (egress_port, vc,
 use)``, vectorised over numpy arrays: what a card does with a packet for a
-destination PE. The four algorithms of the seeds (DESTRO, DOR, DORT, TS-DOR)
+destination PE. The four algorithms of the papers (DESTRO, DOR, DORT, TS-DOR)
 decide without looking at the ingress port; the tables still key on it, as
 EXTOLL's per-input-port tables do, and an optional ``refine`` step may set a
 VC or use from the ingress port (DESTRO names a descending internal hop so).

@@ -1,7 +1,7 @@
-"""DESTRO (seed 000, section 2) on k-ary n-trees and on fat trees of twin switches.
+"""DESTRO (Villar 2011, App. A.7; fat-tree notes §2) on k-ary n-trees and on fat trees of twin switches.
 
 At switch <s, o> (digits o_0..o_{n-2}) for destination h (digits h_0..h_{n-1}),
-spec section 2.2, the stateless form of R(<s,o>, h):
+fat-tree notes §2.2, the stateless form of R(<s,o>, h):
 
     if h_j == o_{j-1} for all j in s+1 .. n-1:   # h lies below this switch
         return h_s                               # down port: turnaround or descend
@@ -10,7 +10,7 @@ spec section 2.2, the stateless form of R(<s,o>, h):
 The port is a port of the logical 2k-port switch. In a twin switch the card
 that holds the packet forwards it itself when that port is its own, and
 otherwise sends it over an internal link to the other card, which then holds
-the port (at most one crossing per twin). Choices the seed leaves open:
+the port (at most one crossing per twin). Choices the paper leaves open:
 
 * which of the r internal links: link ``h_s mod r`` (the destination digit
   that also picks the port, so crossings to different ports spread over the
@@ -21,7 +21,7 @@ the port (at most one crossing per twin). Choices the seed leaves open:
   other card), which uses VC 1: ascending/turning and descending traffic then
   never share an internal channel and the channel dependency graph stays
   acyclic for any port configuration. With the optimal pair configuration no
-  descending packet crosses (seed 000, Prop 1.29), so VC 1 is never used.
+  descending packet crosses (Villar 2011, Prop 1.29), so VC 1 is never used.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class FatTreeView:
 
 
 def destro_out_port(view: FatTreeView, cards: np.ndarray, dsts: np.ndarray) -> np.ndarray:
-    """DESTRO's logical output port (0..2k-1) of the switch of each card for each destination (spec 2.2)."""
+    """DESTRO's logical output port (0..2k-1) of each card's switch per destination (fat-tree notes §2.2)."""
     h = view.dst_digits(dsts)
     s = view.stage[cards]
     o = view.digits[cards]
@@ -118,7 +118,7 @@ def destro_tables(network: CardNetwork) -> RoutingTables:
         return vc, use
 
     vc_names = {"external": {0: "single VC"}, "host": {0: "single VC"}}
-    notes = ["DESTRO: up port k + h_s, down port h_s (seed 000 section 2.2)"]
+    notes = ["DESTRO: up port k + h_s, down port h_s (fat-tree notes §2.2)"]
     if view.r:
         vc_names["internal"] = {
             0: "ascend or turn",

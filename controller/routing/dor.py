@@ -1,6 +1,6 @@
 """DOR on k-ary n-cubes (family "torus", e.g. an nDT's equivalent mD torus): dimension order, dateline VCs.
 
-Seed 002 (spec part 1 section 3.4, part 2 section 4.3) and docs/contracts.md:
+Andujar thesis (torus notes I §3.4, torus notes II §4.3) and docs/contracts.md:
 
     for i in 0 .. n-1:                        # ascending dimension order
         s = ring_direction(o_i, t_i, k_i)     # minimal; a tie (k_i even, distance k_i/2) goes +

@@ -1,6 +1,6 @@
 """DORT on nDT tori (any port configuration): node-level DOR, crossing the internal link to the port's card.
 
-Seed 002 (spec part 1 sections 3.1-3.4, part 2 section 3) with the uses named
+Andujar thesis, DORT and nDT papers (torus notes I §3.1-3.4, torus notes II §3) with the uses named
 as docs/contracts.md names them:
 
     for i in 0 .. n-1:                         # ascending dimension order

@@ -27,7 +27,7 @@ PORT_KIND_NAMES = {NO_LINK: "none", EXTERNAL: "external", INTERNAL: "internal", 
 
 
 class CardNetwork:
-    """Per-card port arrays of a topology: peers, link kinds, attached hosts and seed port names."""
+    """Per-card port arrays of a topology: peers, link kinds, attached hosts and paper port names."""
 
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
@@ -71,11 +71,11 @@ class CardNetwork:
             self._numbers[card, name] = ref.port
 
     def port_name(self, card: int, port: int) -> str:
-        """Seed name of a card port ("d1-", "int0", "pe", "5"), or "p<port>" if the model names none."""
+        """Paper name of a card port ("d1-", "int0", "pe", "5"), or "p<port>" if the model names none."""
         return self._names.get((card, port), f"p{port}")
 
     def port_number(self, card: int, name: str) -> int:
-        """Card port number of the port with seed name `name` on `card` (KeyError if none)."""
+        """Card port number of the port with paper's name `name` on `card` (KeyError if none)."""
         return self._numbers[card, name]
 
     def port_numbers(self, name: str, missing: int = 0) -> np.ndarray:

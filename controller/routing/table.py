@@ -82,7 +82,7 @@ class RoutingTables:
 
     ``vc_names`` documents every VC per link kind ("external", "internal",
     "host"), e.g. ``{"internal": {0: "eject", 1: "inject", 2: "ring d1 upper",
-    3: "ring d1 lower"}}``; ``notes`` records the choices the seeds leave open
+    3: "ring d1 lower"}}``; ``notes`` records the choices the papers leave open
     (tie rules, which of r internal links, ...).
     """
 

@@ -14,7 +14,7 @@ import numpy as np
 from controller.routing.errors import UnsupportedTopologyError
 from controller.routing.network import CardNetwork
 
-#: upper/lower VCs of a ring (EXTOLL's rule, spec part 2 section 4.3): upper if t_i > o_i
+#: upper/lower VCs of a ring (EXTOLL's rule, torus notes II §4.3): upper if t_i > o_i
 UPPER, LOWER = 0, 1
 
 

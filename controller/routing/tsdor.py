@@ -1,4 +1,4 @@
-"""TS-DOR (Twin-Source DOR, seed 002's EXTOLL paper) on nDT tori with CBest, mirrored per docs/contracts.md.
+"""TS-DOR (Twin-Source DOR; Andujar thesis, EXTOLL paper) on nDT tori with CBest, mirrored per contracts.md.
 
 The routing class is the source PE's card (PE0 -> class 0, PE1 -> class 1),
 set by the first card and never changed. Class 0 corrects dimensions

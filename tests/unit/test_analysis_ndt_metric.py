@@ -1,4 +1,7 @@
-"""nDT internal-link counts (seed 002: Table 1.1, Prop 3.1-3.4, R_CBest) and CBest's optimality."""
+"""nDT internal-link counts and CBest's optimality.
+
+Andujar thesis: Table 1.1; nDT paper, Prop 3.1-3.4 and R_CBest.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from controller.routing import compute_tables
 from topologies.portconfig import all_port_configs, cbest, parse_port_config
 from topologies.torus import ndt_torus
 
-#: spec part 1 section 2.6: per configuration (card 0 | card 1), k = 3, 4, 5, 6, 7, 8
+#: torus notes I §2.6: per configuration (card 0 | card 1), k = 3, 4, 5, 6, 7, 8
 TABLE_3DT = {
     "X+X-Y+|Y-Z+Z-": (16, 49, 146, 289, 582, 961),
     "X+X-Y-|Y+Z+Z-": (16, 73, 146, 349, 582, 1073),
@@ -39,7 +42,7 @@ def test_3dt_table_for_every_configuration(column, k):
 
 
 def prop_3_1_closed_form(k: int, n: int, card_of) -> int:
-    """Spec part 1, 2.6 (odd k): sum over port pairs on different cards of Prop 3.1's R_{P->P'}."""
+    """Torus notes I §2.6 (odd k): sum over port pairs on different cards of Prop 3.1's R_{P->P'}."""
     total = 0
     ports = [(i, s) for i in range(n) for s in (1, -1)]
     for into in ports:
@@ -62,7 +65,7 @@ def test_every_configuration_matches_prop_3_1(n, k):
 
 
 def r_cbest(n: int, k: int) -> int:
-    """Prop 3.4 (odd k) and its even-k variant with d_h+ on card 0 (spec part 1 section 2.7)."""
+    """Prop 3.4 (odd k) and its even-k variant with d_h+ on card 0 (torus notes I §2.7)."""
     if n % 2 == 0:
         return (k ** (n // 2) - 1) ** 2
     m = (n - 1) // 2

@@ -1,4 +1,7 @@
-"""Seed 001's Lemma 1 degree bounds and the loads the bit-reverse family puts on them (spec §1.3, §1.5)."""
+"""Chueh et al.'s Lemma 1 degree bounds and the bit-reverse family's loads on them.
+
+BvN-radix notes §1.3, §1.5.
+"""
 
 import pytest
 

@@ -1,4 +1,7 @@
-"""Seed 001's bit-reverse permutation family pi_1..pi_N and the uniform mapping property (spec §1.4-1.5)."""
+"""Chueh et al.'s bit-reverse permutations pi_1..pi_N and the uniform mapping property.
+
+BvN-radix notes §1.4-1.5.
+"""
 
 import pytest
 

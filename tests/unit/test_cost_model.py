@@ -1,7 +1,7 @@
-"""Seed 004's fat-tree cost model: exact counts, integer levels, optimum radix, Table I, bad input.
+"""Minkenberg 2010's fat-tree cost model: exact counts, integer levels, optimum radix, Table I, bad input.
 
-Expected values are the seed's own figures and the spec's recomputations
-(spec seeds-001-003-004.md, sections 3.2-3.5, 3.7).
+Expected values are the paper's own figures and the notes' recomputations
+(BvN-radix notes §3.2-3.5, §3.7).
 """
 
 import math
@@ -52,7 +52,7 @@ def test_every_exact_power_gets_its_exponent_including_the_21_float_failures() -
             assert levels(radix, nodes + 1) == exponent + 1
             if math.ceil(math.log(nodes) / math.log(k)) != exponent:
                 failures += 1
-    assert failures == 21  # spec 3.7: 21 (r, n) cases for even r < 200, n = (r/2)^l, l <= 5
+    assert failures == 21  # BvN-radix notes §3.7: 21 (r, n) cases for even r < 200, n = (r/2)^l, l <= 5
 
 
 def test_double_sized_levels_use_integers_too() -> None:
@@ -63,7 +63,7 @@ def test_double_sized_levels_use_integers_too() -> None:
             assert levels_double(radix, radix * k**exponent) == 1 + exponent
 
 
-# -- exact costs (spec 3.3 examples) ----------------------------------------------------------------
+# -- exact costs (BvN-radix notes §3.3 examples) ---------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -98,9 +98,9 @@ def test_double_sized_counts(radix, nodes, expected) -> None:
     assert inter_switch_links_double(radix, nodes) == expected[2]
 
 
-# -- smoothed model and optimum radix ----------------------------------------------------------------
+# -- smoothed model and optimum radix --------------------------------------------------------------
 
-SMOOTHED_OPTIMA = {  # spec 3.3 test vectors: rows a, columns b
+SMOOTHED_OPTIMA = {  # BvN-radix notes §3.3 test vectors: rows a, columns b
     1: [6.23, 8.24, 16.86, 44.31, 127.88],
     10: [9.48, 10.84, 18.42, 45.28, 128.55],
     100: [29.59, 30.00, 33.66, 55.26, 135.38],
@@ -156,7 +156,7 @@ def test_discrete_search_stops_early_without_missing_the_minimum() -> None:
     assert 4 <= huge.design.radix < 100
 
 
-# -- Table I ------------------------------------------------------------------------------------------
+# -- Table I ---------------------------------------------------------------------------------------
 
 
 def test_table_i_recomputed_from_its_inputs() -> None:
@@ -182,7 +182,7 @@ def test_table_i_optimum_radices() -> None:
     assert optimum_radix(high.a, high.b) == pytest.approx(550, abs=1)
 
 
-# -- bad input ------------------------------------------------------------------------------------------
+# -- bad input -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("nodes", [1, 0, -5, 2.5, True, "16"])

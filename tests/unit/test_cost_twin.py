@@ -1,4 +1,7 @@
-"""Seed 004's cost model applied to twin switches, checked against seed 000's comparison (spec 000 §5)."""
+"""Minkenberg 2010's cost model applied to twin switches, against Villar 2011's comparison.
+
+Fat-tree notes §5.
+"""
 
 import pytest
 
@@ -14,7 +17,7 @@ from topologies.cost import (
     twin_switch,
 )
 
-# seed 000 §5: chips of radix m = 36, r = 8 internal links, so twins of 2k = 56 ports (k = 28), N = 28^3
+# fat-tree notes §5: chips of radix m = 36, r = 8 internal links, so twins of 2k = 56 ports (k = 28), N = 28^3
 NODES = 28**3  # 21952
 
 
@@ -29,10 +32,10 @@ def test_seed_000_example_twin_tree() -> None:
 
 
 def test_seed_000_conventional_tree_of_the_same_chips() -> None:
-    # seed 000: an 18-ary tree of the radix-36 chips needs 4 levels and 4 * 18^3 = 23328 chips at 18^4 nodes
+    # Villar 2011: an 18-ary tree of radix-36 chips needs 4 levels and 4 * 18^3 = 23328 chips at 18^4 nodes
     assert levels(36, 18**4) == 4
     assert switches(36, 18**4) == 4 * 18**3 == 23328
-    # at equal N (21952) seed 004's count is 4 * ceil(21952 / 18) = 4880
+    # at equal N (21952) Minkenberg 2010's count is 4 * ceil(21952 / 18) = 4880
     cards = compare_designs(56, NODES, 10, 100, internal_links=8).card_tree
     assert (cards.design.radix, cards.levels, cards.switches) == (36, 4, 4 * 1220)
 

@@ -1,4 +1,4 @@
-"""DESTRO tables on k-ary n-trees and twin fat trees against seed 000 (spec sections 2 and 4)."""
+"""DESTRO tables on k-ary n-trees and twin fat trees against Villar 2011 (fat-tree notes §2 and §4)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def logical_hops(tables, src: int, dst: int) -> list[tuple[int, tuple[int, ...],
 
 
 def closed_form_path(src: int, dst: int, k: int, n: int) -> list[tuple[int, tuple[int, ...], int, int]]:
-    """Spec section 2.3: every DESTRO path from its turn stage t = FirstDifference(src, dst)."""
+    """Fat-tree notes §2.3: every DESTRO path from its turn stage t = FirstDifference(src, dst)."""
     s_d, d_d = digits(src, k, n), digits(dst, k, n)
     t = max(i for i in range(n) if s_d[i] != d_d[i])
     path = []
@@ -67,7 +67,7 @@ def test_every_path_follows_the_closed_form(k, n, twin):
 
 
 def o_of(text: str) -> tuple[int, ...]:
-    """Switch digits written most significant first, as the seed prints them, least significant first here."""
+    """Switch digits written most significant first (as the paper does), least significant first here."""
     return tuple(int(c) for c in reversed(text))
 
 
@@ -100,7 +100,7 @@ def test_switch_reached_only_by_the_seeds_destinations():
 
 
 def crossings_formula(alpha: set[int], k: int, n: int, s: int) -> int:
-    """Spec 4.3: F(p) + (split pairs) * (k^n - k^(s+1)) below the roots; 2p(k-p)k^(n-1) at the roots."""
+    """F(p) + (split pairs) * (k^n - k^(s+1)) below roots, 2p(k-p)k^(n-1) at them: fat-tree notes §4.3."""
     p = sum(1 for port in alpha if port < k)
     if s == n - 1:
         return 2 * p * (k - p) * k ** (n - 1)
@@ -154,8 +154,8 @@ def test_network_totals_of_section_4_4(k, n, distribution):
     assert float((pairs.external() + 1).mean()) == pytest.approx(mean_switch_hops)
 
 
-def test_each_up_link_carries_the_seeds_path_count():
-    """Spec 4.2: every up link leaving stage s carries k^n - k^(s+1) paths (k-ary n-tree, uniform)."""
+def test_each_up_link_carries_the_papers_path_count():
+    """Up links out of stage s carry k^n - k^(s+1) paths (k-ary n-tree, uniform; fat-tree notes §4.2)."""
     k, n = 4, 3
     tables = compute_tables(kary_ntree(k, n), "destro")
     pairs = AllPairs(tables)

@@ -1,4 +1,4 @@
-"""DOR, DORT and TS-DOR tables against a scalar reference router (spec part 2, Appendix A, mirrored as
+"""DOR, DORT and TS-DOR tables against a scalar reference router (torus notes II, Appendix A, mirrored as
 docs/contracts.md fixes the CBest placement) and against the contracts' reference averages."""
 
 from __future__ import annotations

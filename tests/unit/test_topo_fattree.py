@@ -1,6 +1,6 @@
-"""k-ary n-trees and twin fat trees: counts, the butterfly wiring, and seed 000's path and crossing numbers.
+"""k-ary n-trees and twin fat trees: counts, the butterfly wiring, Villar 2011's path and crossing numbers.
 
-Expected values come from seed 000 / spec seed-000-twin-fattree.md: closed-form
+Expected values come from Villar 2011 / fat-tree notes: closed-form
 counts, the butterfly definition of the wiring (A.3), the worked DESTRO paths
 (2.5), Table 1 and the internal-link crossings of section 4.3-4.4. DESTRO is
 re-implemented here from the spec (2.2) and walked port by port through the
@@ -23,7 +23,7 @@ from topologies.scp import is_pair_config, pair_configs, pairs_config, parse_scp
 
 
 def destro_out_port(k: int, n: int, stage: int, o: tuple[int, ...], dst: int) -> int:
-    """Spec 2.2: down port dst_s when dst is below <stage, o>, else up port k + dst_s."""
+    """Fat-tree notes §2.2: down port dst_s when dst is below <stage, o>, else up port k + dst_s."""
     d = to_digits(dst, k, n)
     if all(d[j] == o[j - 1] for j in range(stage + 1, n)):
         return d[stage]
@@ -84,7 +84,10 @@ def test_kary_ntree_counts(k: int, n: int) -> None:
 
 @pytest.mark.parametrize("k,n", [(2, 3), (3, 3), (4, 2), (4, 3)])
 def test_wiring_is_the_butterfly_of_seed_000(k: int, n: int) -> None:
-    """Up global port L of stage s meets down global port beta_{s+1}(L) of stage s+1 (spec 1.4, A.3)."""
+    """Up global port L of stage s meets down global port beta_{s+1}(L) of stage s+1.
+
+    Fat-tree notes §1.4; Villar 2011, App. A.3.
+    """
 
     def beta(i: int, value: int) -> int:  # swap digit 0 and digit i
         digits = list(to_digits(value, k, n))
@@ -137,7 +140,7 @@ def test_terminal_h_is_on_down_port_h0_of_leaf_h_div_k() -> None:
 
 @pytest.mark.parametrize(
     "k,n,src,dst,expected",
-    [  # spec 2.5: <stage,o> in -> out, o written most significant digit first
+    [  # fat-tree notes §2.5: <stage,o> in -> out, o written most significant digit first
         (2, 3, 0, 5, ["s0o00 0 3", "s1o01 0 2", "s2o01 0 1", "s1o11 2 0", "s0o10 3 1"]),
         (2, 3, 5, 0, ["s0o10 1 2", "s1o10 0 2", "s2o00 1 0", "s1o00 2 0", "s0o00 2 0"]),
         (2, 3, 1, 3, ["s0o00 1 3", "s1o01 0 1", "s0o01 3 1"]),
@@ -152,7 +155,10 @@ def test_worked_destro_paths(k: int, n: int, src: int, dst: int, expected: list[
 
 
 def test_table_1_paths_per_switch_and_mean_hops() -> None:
-    """k=4, n=3: paths through a switch 492 / 432 / 192 by stage; mean 4.4286 switch hops (spec 4.2, 4.4)."""
+    """k=4, n=3: paths through a switch 492 / 432 / 192 by stage; mean 4.4286 switch hops.
+
+    Fat-tree notes §4.2, §4.4.
+    """
     k, n = 4, 3
     walks = all_walks(kary_ntree(k, n))
     through = Counter(twin for hops in walks.values() for twin, *_ in hops)
@@ -212,7 +218,7 @@ def test_optimal_configuration_crossings_k4_n3() -> None:
 
 @pytest.mark.parametrize(
     "config,root_config,expected",
-    [  # seed 002 part 1, section 1.4 table (k=4, n=3)
+    [  # torus notes I §1.4 table (k=4, n=3)
         ("alldown", "alldown", {0: {480}, 1: {384}, 2: {0}}),
         ("unpaired", "alldown", {0: {248}, 1: {224}, 2: {0}}),
         ("pairs", "pairs", {0: {128}, 1: {128}, 2: {128}}),
@@ -224,7 +230,7 @@ def test_other_configurations_cost_what_the_papers_say(config: str, root_config:
 
 
 def test_k8_optimum_and_example_1_5() -> None:
-    """k=8, n=2: pairs give 256 per leaf twin, Example 1.5's configuration 480 (spec 4.3)."""
+    """k=8, n=2: pairs give 256 per leaf twin, Example 1.5's configuration 480 (fat-tree notes §4.3)."""
     by_stage, per_path = crossings_by_stage(twin_fattree(8, 2))
     assert by_stage == {0: {256}, 1: {0}} and per_path == {0: 1984, 1: 2048}
     by_stage, _ = crossings_by_stage(twin_fattree(8, 2, config="0,1,2,3,8,9,12,13"))

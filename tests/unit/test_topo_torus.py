@@ -1,6 +1,6 @@
-"""Tori and nDT twin tori: wiring, numbering, port configurations, seed 002's distances and crossings.
+"""Tori and nDT twin tori: wiring, numbering, port configurations; the Andujar thesis's distances, crossings.
 
-Expected values come from seed 002 / spec seed-002-part1.md and part2.md: the
+Expected values come from the Andujar thesis / torus notes I and II: the
 wiring rule (d_i+ of o to d_i- of o + e_i), the contract's PE numbering, BFS
 distances of section 2.4, DOR transit crossings per node of section 2.6
 (Table 1.1), and DORT averages of section 4. DOR and DORT are re-implemented
@@ -47,7 +47,7 @@ def dor_port(here: tuple[int, ...], target: tuple[int, ...], dims: tuple[int, ..
 
 
 def dort_walk(topo: Topology, src: int, dst: int) -> tuple[int, int]:
-    """(links, internal links) of the DORT path from PE src to PE dst, card by card (spec 3.1)."""
+    """(links, internal links) of the DORT path from PE src to PE dst, card by card (torus notes I §3.1)."""
     dims = tuple(topo.params["dims"])
     target_card = topo.host_of_pe(dst).card
     target = topo.twins[topo.cards[target_card].twin].coords
@@ -189,17 +189,17 @@ def test_all_port_configs_are_half_of_2n_choose_n(n: int) -> None:
     configs = all_port_configs(n)
     assert len(set(configs)) == len(configs) == comb(2 * n, n) // 2
     assert not {c.mirrored() for c in configs} & set(configs)
-    if n == 3:  # spec 2.2: 4 configurations split all dimensions, 6 exactly one
+    if n == 3:  # torus notes I §2.2: 4 configurations split all dimensions, 6 exactly one
         splits = sorted(len(c.split_dimensions) for c in configs)
         assert splits == [1] * 6 + [3] * 4
 
 
-# -- seed 002's numbers walked through the built cards ----------------------------------------
+# -- the Andujar thesis's numbers walked through the built cards -----------------------------------
 
 
 @pytest.mark.parametrize(
     "k,config,expected",
-    [  # spec part 1, 2.6: node-level transit paths crossing the internal link (DOR, ties +); Table 1.1
+    [  # torus notes I §2.6: node-level transit paths crossing the internal link (DOR, ties +); Table 1.1
         (4, "X+X-Y+|Y-Z+Z-", 49),
         (4, "X+X-Y-|Y+Z+Z-", 73),
         (4, "X+Y+Y-|X-Z+Z-", 79),
@@ -231,7 +231,7 @@ def test_dor_transit_crossings_per_node(k: int, config: str, expected: int) -> N
 
 @pytest.mark.parametrize(
     "dims,config,average,internal",
-    [  # spec part 1, section 4 table and 6.5 (DORT, ties +, PE pairs, card-to-card links)
+    [  # torus notes I §4 table and torus notes II §6.5 (DORT, ties +, PE pairs, card-to-card links)
         ((4, 4, 4), "cbest", 4.7953, 1.7717),
         ((4, 4, 4), "X+Y+Z+|X-Y-Z-", 5.4882, 2.4646),
         ((3, 3, 3), "cbest", 3.6415, None),
@@ -247,7 +247,7 @@ def test_dort_average_path_lengths(dims, config, average: float, internal: float
 
 @pytest.mark.parametrize(
     "dims,config,diameter,average",
-    [  # spec part 1, 2.4: minimal distances between PEs (BFS over the card graph)
+    [  # torus notes I §2.4: minimal distances between PEs (BFS over the card graph)
         ((4, 4, 4), "X+X-Y+|Y-Z+Z-", 8, 4.2205),
         ((4, 4, 4), "X+Y+Z+|X-Y-Z-", 8, 4.1260),
         ((3, 3, 3), "X+X-Y+|Y-Z+Z-", 5, 3.113),
@@ -267,7 +267,7 @@ def test_minimal_distances(dims, config, diameter: int, average: float) -> None:
 
 
 def test_equivalent_2d_torus_dor_average() -> None:
-    """8x8 mD torus, one PE per card: average DOR links 4.063, diameter 8 (spec part 2, 6.5)."""
+    """8x8 mD torus, one PE per card: average DOR links 4.063, diameter 8 (torus notes II §6.5)."""
     topo = torus("8x8")
 
     def dor_links(topo: Topology, src: int, dst: int) -> tuple[int]:
@@ -280,7 +280,7 @@ def test_equivalent_2d_torus_dor_average() -> None:
 
 @pytest.mark.parametrize(
     "ndt,expected",
-    [  # spec part 2, 6.5 (PEs: mD torus vs nDT) and part 1, 2.4 (10x25, 18x24, 32x32)
+    [  # torus notes II §6.5 (PEs: mD torus vs nDT) and torus notes I §2.4 (10x25, 18x24, 32x32)
         ("4x2x4", (8, 8)),
         ("4x4x4", (16, 8)),
         ("8x4x4", (16, 16)),
