@@ -160,6 +160,20 @@ def test_state_round_trip_and_current_pointer(tmp_path, monkeypatch) -> None:
         state.read_current_state()
 
 
+def test_a_record_written_before_the_side_channel_rename_still_reads(tmp_path) -> None:
+    """Records of runs started before the rename name the port ``thrift_port``: `twinnet clean` reads them."""
+    card = CardState(
+        "c0", 0, 0, "127.0.0.1:20000", 24005, "embedded", None, "card.p4", "c0.log", ["c0-eth1"], 42
+    )
+    written = NetworkState(
+        "run-1", "1:1", "running", 0.0, {}, "embedded", "card.p4", str(tmp_path), 1, {}, [card], []
+    )
+    data = json.loads(json.dumps(written.to_json()))
+    data["cards"][0]["thrift_port"] = data["cards"][0].pop("side_channel_port")
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    assert state.read_state(tmp_path / "old.json") == written
+
+
 def test_a_dead_process_identity_is_not_alive() -> None:
     assert not state.identity_alive("999999999:1")
     pid, start = process_identity().split(":")
