@@ -13,7 +13,7 @@ card refuses its writes. ``--write`` takes an election id above the
 controller's: the shell becomes primary on purpose.
 
 p4runtime-shell 0.0.6 pins protobuf < 3.21, so it has an environment of its own
-(``.venv/shell``, made by scripts/setup.sh): the command runs its ``p4runtime-sh``
+(``.venv/shell``, made by scripts/setup.sh): the command runs ``python -m p4runtime_sh``
 there, which reads the card's P4Info from the card (GetForwardingPipelineConfig).
 """
 
@@ -86,10 +86,12 @@ def shell_settings(card_state: Any, write: bool) -> dict[str, Any]:
 
 
 def shell_command(settings: dict[str, Any], environment: Path = SHELL_ENVIRONMENT) -> list[str]:
-    """The p4runtime-sh command line for these settings (no --config: the shell never pushes a pipeline)."""
+    """p4runtime-shell's command line for these settings (no --config: the shell never pushes a pipeline)."""
     high, low = settings["election_id"]
     return [
-        str(environment / "bin" / "p4runtime-sh"),
+        str(environment / "bin" / "python"),
+        "-m",
+        "p4runtime_sh",
         "--grpc-addr",
         settings["grpc_address"],
         "--device-id",
@@ -102,7 +104,7 @@ def shell_command(settings: dict[str, Any], environment: Path = SHELL_ENVIRONMEN
 def run_shell(settings: dict[str, Any], environment: Path = SHELL_ENVIRONMENT) -> int:
     """Replace this process by p4runtime-shell's IPython session on the card; 2 if it is not installed."""
     command = shell_command(settings, environment)
-    if not Path(command[0]).is_file():
+    if not any(environment.glob("lib/python3*/site-packages/p4runtime_sh")):
         print(
             f"twinnet shell: p4runtime-shell is not installed in {environment} (run scripts/setup.sh)",
             file=sys.stderr,

@@ -120,7 +120,7 @@ echo "== twinnet-switch is ready: $SWITCH_LAUNCHER -> $SWITCH_VENV/bin/twinnet-s
 
 # ---- p4runtime-shell's environment (twinnet shell) -----------------------------------
 # p4runtime-shell 0.0.6 pins protobuf < 3.21, which the controller's fast stack cannot share;
-# `twinnet shell` runs its p4runtime-sh from here (emulation.shell_cli).
+# `twinnet shell` runs `python -m p4runtime_sh` from here (emulation.shell_cli).
 shell_stamp="$SHELL_VENV/.twinnet-shell-installed"
 if [[ ! -f "$shell_stamp" || "$REPO/scripts/setup.sh" -nt "$shell_stamp" ]]; then
     echo "== installing p4runtime-shell's environment $SHELL_VENV"
@@ -129,4 +129,4 @@ if [[ ! -f "$shell_stamp" || "$REPO/scripts/setup.sh" -nt "$shell_stamp" ]]; the
     "$SHELL_VENV/bin/python" -m pip install -q "${SHELL_PACKAGES[@]}"
     touch "$shell_stamp"
 fi
-echo "== twinnet shell is ready: $SHELL_VENV/bin/p4runtime-sh"
+echo "== twinnet shell is ready: $SHELL_VENV/bin/python -m p4runtime_sh"

@@ -152,7 +152,9 @@ def test_the_shell_runs_p4runtime_sh_from_its_own_environment(tmp_path, monkeypa
     command = shell_cli.shell_command(settings, tmp_path)
     high, low = settings["election_id"]
     assert command == [
-        str(tmp_path / "bin" / "p4runtime-sh"),
+        str(tmp_path / "bin" / "python"),
+        "-m",
+        "p4runtime_sh",
         "--grpc-addr",
         "127.0.0.1:20003",
         "--device-id",
@@ -162,8 +164,7 @@ def test_the_shell_runs_p4runtime_sh_from_its_own_environment(tmp_path, monkeypa
     ]  # no --config: the shell never pushes a pipeline
     assert shell_cli.run_shell(settings, tmp_path) == 2  # not installed there: one line, no traceback
     assert "p4runtime-shell is not installed" in capsys.readouterr().err
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "p4runtime-sh").write_text("")
+    (tmp_path / "lib" / "python3.11" / "site-packages" / "p4runtime_sh").mkdir(parents=True)
     started = []
     monkeypatch.setattr(shell_cli.os, "execv", lambda path, argv: started.append(argv))
     shell_cli.run_shell(shell_settings(card_state, write=True), tmp_path)
