@@ -78,8 +78,8 @@ if [[ ! -f "$stamp" || "$REPO/pyproject.toml" -nt "$stamp" || "$REPO/scripts/set
     if "$VENV/bin/python" -m pip show -q p4runtime-shell >/dev/null 2>&1; then
         "$VENV/bin/python" -m pip uninstall -q -y p4runtime-shell
     fi
-    "$VENV/bin/python" -m pip install -q "${P4RUNTIME_STACK[@]}"
-    "$VENV/bin/python" -m pip install -q -e "${REPO}[test]"
+    # one resolution: the pins hold even with PIP_IGNORE_INSTALLED (scripts/provision-vm.sh)
+    "$VENV/bin/python" -m pip install -q "${P4RUNTIME_STACK[@]}" -e "${REPO}[test]"
     "$VENV/bin/python" "$REPO/p4switch/p4runtime/protos.py"
     touch "$stamp"
 fi
