@@ -12,7 +12,7 @@
 **Install is a synchronisation, and re-install is the same operation.** Per card
 (concurrently, `workers` cards at a time in a thread pool), the controller
 
-1. connects (p4runtime-shell's client, primary arbitration, ``controller.p4runtime_conn``);
+1. connects (gRPC channel, StreamChannel, primary arbitration: ``controller.p4runtime_conn``);
 2. makes sure the card runs the card program: ``pipeline="auto"`` pushes it
    (SetForwardingPipelineConfig, which empties the tables) only to a card that runs
    none, and refuses a card whose P4Info differs from the controller's;
@@ -49,7 +49,6 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller.p4info_index import P4InfoIndex, P4InfoLookupError, p4info_difference
 from controller.p4runtime_conn import (
     CONNECT_TIMEOUT,
     CONTROLLER_ELECTION_ID,
@@ -62,14 +61,14 @@ from controller.translate import (
     DELETE,
     INSERT,
     MODIFY,
-    EncodingError,
     EntrySpec,
     default_entry,
+    spec_update,
     update,
 )
 from controller.twins import CardPlan, plan_cards
-from controller.wire import WireEncoder
 from p4src import card
+from p4switch.p4runtime.info import EncodingError, P4InfoIndex, P4InfoLookupError, p4info_mismatch
 from topologies.errors import TwinnetError
 
 #: Updates per WriteRequest.
@@ -263,6 +262,21 @@ class CardCounters:
     def dropped_packets(self) -> int:
         return sum(packets for packets, _ in self.drops.values())
 
+    @property
+    def drop_packets(self) -> dict[str, int]:
+        """Packets dropped, by reason."""
+        return {reason: packets for reason, (packets, _bytes) in self.drops.items()}
+
+    @property
+    def rx_packets(self) -> dict[int, int]:
+        """Frames received, by port (ports that received none left out)."""
+        return {port: packets for port, (packets, _bytes) in self.rx.items() if packets}
+
+    @property
+    def tx_packets(self) -> dict[tuple[int, int], int]:
+        """Packets sent, by (port, VC) (those that sent none left out)."""
+        return {key: packets for key, (packets, _bytes) in self.tx.items() if packets}
+
 
 def endpoints_from_state(state: Any) -> list[CardEndpoint]:
     """The cards of a network state (emulation.state.NetworkState or its JSON dict) as endpoints."""
@@ -308,7 +322,6 @@ class TwinController:
         self.p4info: p4info_pb2.P4Info = p4info
         self.device_config: bytes = device_config
         self.index = P4InfoIndex(p4info)
-        self.encoder = WireEncoder(self.index)
         self.index.require(card.TABLES, card.ACTIONS, card.COUNTERS)
         self.election_id = election_id
         self.batch_size = batch_size
@@ -351,7 +364,7 @@ class TwinController:
     def _connection(self, name: str, write: bool = True) -> CardConnection:
         """The session with card `name`, opened if needed; for writes it must be the primary's."""
         connection = self.connections.get(name)
-        if connection is not None and write and not connection.client.is_primary:
+        if connection is not None and write and not connection.is_primary:
             self._drop_connection(name)
             connection = None
         if connection is None:
@@ -471,7 +484,7 @@ class TwinController:
                 raise CardError(connection.name, "runs no program (pipeline='keep' does not push one)")
             connection.set_pipeline(self.p4info, self.device_config)
             return True
-        difference = p4info_difference(self.p4info, running)
+        difference = p4info_mismatch(self.p4info, running, ("controller", "card"))
         if difference:
             raise CardError(
                 connection.name, f"its program's P4Info does not match the controller's: {difference}"
@@ -507,7 +520,7 @@ class TwinController:
         current: Mapping[EntryKey, EntrySpec],
         config: tuple[str, tuple[int, ...]] | None,
         result: CardResult,
-    ) -> tuple[list[p4runtime_pb2.Update | bytes], list[str]]:
+    ) -> tuple[list[p4runtime_pb2.Update], list[str]]:
         """The updates that turn `current` into the plan, in write order, with a description of each."""
         buckets: dict[tuple[int, str], list[EntrySpec]] = {key: [] for key in _WRITE_ORDER}
         for key, spec in plan.entries.items():
@@ -521,7 +534,7 @@ class TwinController:
         for key, spec in current.items():
             if key not in plan.entries:
                 buckets[DELETE, spec.table].append(spec)
-        updates: list[p4runtime_pb2.Update | bytes] = []
+        updates: list[p4runtime_pb2.Update] = []
         descriptions: list[str] = []
         wanted_config = (card.SET_CARD, plan.config)
         if config != wanted_config:
@@ -534,7 +547,7 @@ class TwinController:
             result.unchanged += 1
         for kind, table in _WRITE_ORDER:
             for spec in buckets[kind, table]:
-                updates.append(self.encoder.update(kind, spec))
+                updates.append(spec_update(self.index, kind, spec))
                 descriptions.append(spec.describe())
                 if kind == INSERT:
                     result.inserted += 1

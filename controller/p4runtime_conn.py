@@ -1,31 +1,34 @@
-"""One P4Runtime session per card, on p4runtime-shell's client.
+"""One P4Runtime session per card, on the ``p4runtime`` package's gRPC stubs.
 
-:class:`CardConnection` opens a :class:`p4runtime_sh.p4runtime.P4RuntimeClient`
-(gRPC channel, StreamChannel, primary arbitration with the controller's election
-id) and offers what the controller needs, by P4Info name: pipeline get/set,
-batched writes whose failures name the entry and carry the target's message,
-table reads and counter reads. Every failure is a :class:`CardError` naming the
-card, so a caller handling many cards at once can report each one and go on.
+:class:`CardConnection` opens a gRPC channel to a card, starts the StreamChannel
+with primary arbitration (the controller's election id) and offers what the
+controller needs, by P4Info name: pipeline get/set, batched writes whose failures
+name the entry and carry the target's message, table reads and counter reads.
+Every failure is a :class:`CardError` naming the card, so a caller handling many
+cards at once can report each one and go on.
 
-The shell client would end the process (``sys.exit``) when the arbitration
-reply does not come; :class:`ControllerClient` overrides only its handshake to
-raise instead and to remember whether this session is the primary.
+The channel raises gRPC's metadata limit (:data:`CHANNEL_OPTIONS`): a Write that
+fails reports one ``p4.v1.Error`` per update of the batch (OK ones included) in its
+trailing metadata, ~100 bytes each, which for a batch of 500 is far above gRPC's
+default limit (8 KiB soft, 16 KiB hard); with the default, such a batch would be
+reported as a failure of the whole Write although most of it was applied.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import grpc
 from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2
-from p4runtime_sh.p4runtime import P4RuntimeClient
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from controller.p4info_index import P4InfoIndex
-from controller.translate import UPDATE_NAMES, EntrySpec
-from controller.wire import table_entries, update_type, write_request
+from controller.translate import UPDATE_NAMES, EntrySpec, spec_of
+from p4switch.p4runtime.info import P4InfoIndex
+from topologies.errors import TwinnetError
 
 #: Election id of the controller: (high, low). The read-only shell uses a lower one (emulation.shell_cli).
 CONTROLLER_ELECTION_ID = (0, 100)
@@ -36,11 +39,20 @@ CONNECT_TIMEOUT = 5.0
 ARBITRATION_TIMEOUT = 30.0
 #: Seconds any one RPC may take.
 RPC_TIMEOUT = 60.0
+#: Metadata a card may send back: a failed Write carries one p4.v1.Error per update (~100 bytes each).
+MAX_METADATA_BYTES = 16 * 1024 * 1024
+#: Largest reply (a Read streams its entities in messages far below this).
+MAX_RECEIVE_BYTES = 64 * 1024 * 1024
+CHANNEL_OPTIONS = (
+    ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+    ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),
+    ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
+)
 
 Request = p4runtime_pb2.SetForwardingPipelineConfigRequest
 
 
-class CardError(RuntimeError):
+class CardError(TwinnetError, RuntimeError):
     """A card could not be reached or refused what the controller sent; the message names the card."""
 
     def __init__(self, card: str, message: str) -> None:
@@ -77,39 +89,62 @@ class UpdateFailure:
         return f"card {self.card}: {self.kind} {self.entry} rejected ({self.code}): {self.message}"
 
 
-class ControllerClient(P4RuntimeClient):
-    """p4runtime-shell's client with a handshake that raises instead of exiting, and records primacy."""
+class StreamSession:
+    """The StreamChannel of one session: the arbitration goes out, the card's messages come in.
 
-    arbitration_timeout = ARBITRATION_TIMEOUT
+    A reader thread takes the card's messages off the stream; arbitration replies are
+    kept in order for :meth:`arbitrate` (the latest says whether the session is primary).
+    """
 
-    def handshake(self) -> None:
+    def __init__(self, stub: p4runtime_pb2_grpc.P4RuntimeStub) -> None:
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._arbitrations: queue.SimpleQueue = queue.SimpleQueue()
+        self._call = stub.StreamChannel(iter(self._requests.get, None))
+        self.arbitration: p4runtime_pb2.MasterArbitrationUpdate | None = None
+        self._reader = threading.Thread(target=self._read, name="p4rt-session", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        try:
+            for message in self._call:
+                if message.HasField("arbitration"):
+                    self.arbitration = message.arbitration
+                    self._arbitrations.put(message.arbitration)
+        except grpc.RpcError:
+            pass  # the stream ended (card gone, or closed by us): arbitrate() reports it
+        finally:
+            self._arbitrations.put(None)
+
+    @property
+    def is_primary(self) -> bool:
+        return self.arbitration is not None and self.arbitration.status.code == code_pb2.OK
+
+    def arbitrate(
+        self, device_id: int, election_id: tuple[int, int], timeout: float
+    ) -> p4runtime_pb2.MasterArbitrationUpdate:
+        """Send the arbitration; the card's answer, or ConnectionError if none comes in `timeout` s."""
         request = p4runtime_pb2.StreamMessageRequest()
-        request.arbitration.device_id = self.device_id
-        request.arbitration.election_id.high = self.election_id[0]
-        request.arbitration.election_id.low = self.election_id[1]
-        if self.role_name is not None:
-            request.arbitration.role.name = self.role_name
-        self.stream_out_q.put(request)
-        reply = self.get_stream_packet("arbitration", timeout=self.arbitration_timeout)
+        request.arbitration.device_id = device_id
+        request.arbitration.election_id.high, request.arbitration.election_id.low = election_id
+        self._requests.put(request)
+        try:
+            reply = self._arbitrations.get(timeout=timeout)
+        except queue.Empty:
+            reply = None
         if reply is None:
-            self._abort()
-            raise ConnectionError("no arbitration reply on the StreamChannel")
-        self.arbitration = reply.arbitration
-        self.is_primary = reply.arbitration.status.code == code_pb2.OK
+            raise ConnectionError(f"no arbitration reply on the StreamChannel within {timeout:.0f} s")
+        return reply
 
-    def _abort(self) -> None:
-        """End the stream and the channel of a session that never started."""
-        self.stream_out_q.put(None)
-        self.channel.close()
-        self.stream_recv_thread.join(timeout=CONNECT_TIMEOUT)
+    def close(self) -> None:
+        self._requests.put(None)
+        self._call.cancel()
+        self._reader.join(timeout=CONNECT_TIMEOUT)
 
 
 def update_errors(error: grpc.RpcError) -> list[tuple[int, p4runtime_pb2.Error]] | None:
     """The failed updates of a Write (position in the batch, p4.v1.Error), from grpc-status-details-bin.
 
     None when the error carries no per-update details (then it is not a batch failure).
-    Parsed here rather than by p4runtime-shell's P4RuntimeWriteException, whose iterator
-    (0.0.6) never advances past an update reported OK.
     """
     status = None
     for key, value in error.trailing_metadata() or ():
@@ -146,57 +181,62 @@ class CardConnection:
         self.index = index
         self.election_id = election_id
         self.timeout = timeout
-        self.client: ControllerClient | None = None
-        self._raw_write = None
-        self._raw_read = None
+        self.channel: grpc.Channel | None = None
+        self.stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
+        self.session: StreamSession | None = None
 
     @property
     def name(self) -> str:
         return self.endpoint.name
+
+    @property
+    def is_primary(self) -> bool:
+        return self.session is not None and self.session.is_primary
 
     # -- session ------------------------------------------------------------------
 
     def open(self, require_primary: bool = True) -> CardConnection:
         """Connect and arbitrate; CardUnreachableError if the card does not answer, CardError if backup."""
         address = self.endpoint.grpc_address
-        probe = grpc.insecure_channel(address)
+        channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         try:
-            grpc.channel_ready_future(probe).result(timeout=self.timeout)
+            grpc.channel_ready_future(channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
+            channel.close()
             raise CardUnreachableError(
                 self.name,
                 f"no P4Runtime server answers at {address} within {self.timeout:.0f} s "
                 "(is the switch process running?)",
             ) from None
-        finally:
-            probe.close()
+        self.channel, self.stub = channel, p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        self.session = StreamSession(self.stub)
         try:
-            client = ControllerClient(self.endpoint.device_id, address, self.election_id)
-        except (ConnectionError, grpc.RpcError) as error:
+            reply = self.session.arbitrate(self.endpoint.device_id, self.election_id, ARBITRATION_TIMEOUT)
+        except ConnectionError as error:
+            self.close()
             raise CardUnreachableError(self.name, f"arbitration with {address} failed: {error}") from None
-        self.client = client
-        if require_primary and not client.is_primary:
-            status = client.arbitration.status
+        if require_primary and reply.status.code != code_pb2.OK:
             self.close()
             raise CardError(
                 self.name,
                 f"not the primary controller (election id {self.election_id}); "
-                f"the card says: {status.message or code_pb2.Code.Name(status.code)}",
+                f"the card says: {reply.status.message or code_pb2.Code.Name(reply.status.code)}",
             )
         return self
 
     def close(self) -> None:
         """End the session (the card keeps its tables)."""
-        client, self.client = self.client, None
-        self._raw_write = None
-        self._raw_read = None
-        if client is not None:
-            client.tear_down()
+        session, channel = self.session, self.channel
+        self.session = self.channel = self.stub = None
+        if session is not None:
+            session.close()
+        if channel is not None:
+            channel.close()
 
-    def _client(self) -> ControllerClient:
-        if self.client is None:
+    def _stub(self) -> p4runtime_pb2_grpc.P4RuntimeStub:
+        if self.stub is None:
             raise CardError(self.name, "not connected")
-        return self.client
+        return self.stub
 
     # -- pipeline -----------------------------------------------------------------
 
@@ -207,20 +247,19 @@ class CardConnection:
             response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE,
         )
         try:
-            reply = self._client().stub.GetForwardingPipelineConfig(request, timeout=RPC_TIMEOUT)
+            reply = self._stub().GetForwardingPipelineConfig(request, timeout=RPC_TIMEOUT)
         except grpc.RpcError as error:
             raise CardError(self.name, f"cannot read its pipeline config: {_rpc_message(error)}") from None
         return reply.config.p4info if reply.config.HasField("p4info") else None
 
     def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
         """SetForwardingPipelineConfig(VERIFY_AND_COMMIT): the card runs the program with empty tables."""
-        client = self._client()
         request = Request(device_id=self.endpoint.device_id, action=Request.VERIFY_AND_COMMIT)
         request.election_id.high, request.election_id.low = self.election_id
         request.config.p4info.CopyFrom(p4info)
         request.config.p4_device_config = device_config
         try:
-            client.stub.SetForwardingPipelineConfig(request, timeout=RPC_TIMEOUT)
+            self._stub().SetForwardingPipelineConfig(request, timeout=RPC_TIMEOUT)
         except grpc.RpcError as error:
             raise CardError(self.name, f"refused the pipeline config: {_rpc_message(error)}") from None
 
@@ -228,29 +267,26 @@ class CardConnection:
 
     def write(
         self,
-        updates: Sequence[p4runtime_pb2.Update | bytes],
+        updates: Sequence[p4runtime_pb2.Update],
         describe: Callable[[int], str],
         batch_size: int = 500,
         progress: Callable[[int], None] | None = None,
     ) -> list[UpdateFailure]:
-        """Write `updates` (messages, or serialized Updates from controller.wire) in batches.
+        """Write `updates` in batches of `batch_size` per WriteRequest.
 
         Atomicity CONTINUE_ON_ERROR: the card applies every valid update; the rejected ones
         are returned, each named by ``describe(i)`` (i its position in `updates`). A failure
         of the whole RPC (card gone, not primary) raises CardError.
         """
-        client = self._client()
-        if self._raw_write is None:
-            self._raw_write = client.channel.unary_unary(
-                "/p4.v1.P4Runtime/Write", response_deserializer=p4runtime_pb2.WriteResponse.FromString
-            )
-        encoded = [u if isinstance(u, bytes) else u.SerializeToString(deterministic=True) for u in updates]
+        stub = self._stub()
         failures: list[UpdateFailure] = []
-        for start in range(0, len(encoded), batch_size):
-            batch = encoded[start : start + batch_size]
-            request = write_request(self.endpoint.device_id, self.election_id, batch)
+        for start in range(0, len(updates), batch_size):
+            batch = updates[start : start + batch_size]
+            request = p4runtime_pb2.WriteRequest(device_id=self.endpoint.device_id)
+            request.election_id.high, request.election_id.low = self.election_id
+            request.updates.extend(batch)
             try:
-                self._raw_write(request, timeout=RPC_TIMEOUT)
+                stub.Write(request, timeout=RPC_TIMEOUT)
             except grpc.RpcError as error:
                 details = update_errors(error) if error.code() == grpc.StatusCode.UNKNOWN else None
                 if details is None:
@@ -262,7 +298,7 @@ class CardConnection:
                     failures.append(
                         UpdateFailure(
                             self.name,
-                            UPDATE_NAMES.get(update_type(batch[position]), "update"),
+                            UPDATE_NAMES.get(batch[position].type, "update"),
                             describe(start + position),
                             code_pb2.Code.Name(detail.canonical_code),
                             detail.message,
@@ -276,31 +312,25 @@ class CardConnection:
 
     def read(self, entities: Iterable[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
         """Read `entities` (wildcards allowed) in one ReadRequest; all the entities the card returns."""
-        client = self._client()
+        stub = self._stub()
         request = p4runtime_pb2.ReadRequest(device_id=self.endpoint.device_id)
         request.entities.extend(entities)
         found: list[p4runtime_pb2.Entity] = []
         try:
-            for reply in client.stub.Read(request, timeout=RPC_TIMEOUT):
+            for reply in stub.Read(request, timeout=RPC_TIMEOUT):
                 found.extend(reply.entities)
         except grpc.RpcError as error:
             raise CardError(self.name, f"read failed: {_rpc_message(error)}") from None
         return found
 
     def read_specs(self, entities: Iterable[p4runtime_pb2.Entity]) -> list[tuple[bool, EntrySpec]]:
-        """Table entries matching `entities` as (is default entry, EntrySpec), decoded from the wire."""
-        client = self._client()
-        if self._raw_read is None:
-            self._raw_read = client.channel.unary_stream("/p4.v1.P4Runtime/Read")
-        request = p4runtime_pb2.ReadRequest(device_id=self.endpoint.device_id)
-        request.entities.extend(entities)
-        found: list[tuple[bool, EntrySpec]] = []
-        try:
-            for reply in self._raw_read(request.SerializeToString(), timeout=RPC_TIMEOUT):
-                found.extend(table_entries(reply, self.index))
-        except grpc.RpcError as error:
-            raise CardError(self.name, f"read failed: {_rpc_message(error)}") from None
-        return found
+        """Table entries matching `entities` as (is default entry, EntrySpec), in tables the P4Info knows."""
+        tables = self.index.tables
+        return [
+            (found.table_entry.is_default_action, spec_of(self.index, found.table_entry))
+            for found in self.read(entities)
+            if found.HasField("table_entry") and found.table_entry.table_id in tables
+        ]
 
     def read_counters(self, cells: Sequence[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
         """(packets, bytes) of each (counter name, index) asked for, in one ReadRequest."""
@@ -313,6 +343,6 @@ class CardConnection:
         result: dict[tuple[str, int], tuple[int, int]] = {}
         for found in self.read(entities):
             entry = found.counter_entry
-            name = self.index.counter_by_id[entry.counter_id].name
+            name = self.index.counter(entry.counter_id).name
             result[name, entry.index.index] = (entry.data.packet_count, entry.data.byte_count)
         return result

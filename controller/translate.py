@@ -19,13 +19,15 @@ from dataclasses import dataclass
 
 from p4.v1 import p4runtime_pb2
 
-from controller.p4info_index import FieldInfo, P4InfoIndex
 from p4src import card
-from topologies.errors import TwinnetError
-
-
-class EncodingError(TwinnetError, ValueError):
-    """A value that does not fit the field or parameter it is meant for."""
+from p4switch.p4runtime.info import (
+    EncodingError,
+    MatchFieldInfo,
+    P4InfoIndex,
+    ParamInfo,
+    decode_bytestring,
+    encode_bytestring,
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -49,20 +51,11 @@ class EntrySpec:
         return f"{self.table}({match}) -> {self.action}({params})"
 
 
-def canonical_bytes(value: int, bitwidth: int, what: str = "value") -> bytes:
-    """P4Runtime's canonical bytestring of `value` for a field of `bitwidth` bits."""
-    if value < 0 or value >> bitwidth:
-        raise EncodingError(f"{what} = {value} does not fit in {bitwidth} bits")
-    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
-
-
-def decode_bytes(data: bytes) -> int:
-    """The integer of a P4Runtime bytestring (canonical or padded)."""
-    return int.from_bytes(data, "big")
-
-
-def _encode(info: FieldInfo, value: int, owner: str) -> bytes:
-    return canonical_bytes(value, info.bitwidth, f"{owner} {info.name}")
+def _encode(info: MatchFieldInfo | ParamInfo, value: int, owner: str) -> bytes:
+    try:
+        return encode_bytestring(value, info.bitwidth)
+    except EncodingError:  # named only when it fails: most values fit
+        raise EncodingError(f"{owner} {info.name} = {value} does not fit in {info.bitwidth} bits") from None
 
 
 def route_spec(ingress_port: int, dst_pe: int, routing_class: int, egress_port: int, vc: int) -> EntrySpec:
@@ -71,10 +64,16 @@ def route_spec(ingress_port: int, dst_pe: int, routing_class: int, egress_port: 
 
 
 def table_entry(
-    index: P4InfoIndex, spec: EntrySpec, into: p4runtime_pb2.TableEntry | None = None
+    index: P4InfoIndex,
+    spec: EntrySpec,
+    into: p4runtime_pb2.TableEntry | None = None,
+    with_action: bool = True,
 ) -> p4runtime_pb2.TableEntry:
-    """The P4Runtime TableEntry of `spec` (exact matches, a direct action), filled into `into` if given."""
-    table = index.table(spec.table)
+    """The P4Runtime TableEntry of `spec` (exact matches, a direct action), filled into `into` if given.
+
+    Without its action (`with_action` false) it is the entry's key, as a DELETE carries it.
+    """
+    table = index.table_named(spec.table)
     if len(spec.match) != len(table.match_fields):
         raise EncodingError(
             f"{spec.table} matches on {len(table.match_fields)} fields, "
@@ -85,7 +84,8 @@ def table_entry(
     for info, value in zip(table.match_fields, spec.match, strict=True):
         field = entry.match.add(field_id=info.id)
         field.exact.value = _encode(info, value, spec.table)
-    _fill_action(index, entry.action.action, spec.action, spec.params)
+    if with_action:
+        _fill_action(index, entry.action.action, spec.action, spec.params)
     return entry
 
 
@@ -101,7 +101,7 @@ def default_entry(
 def _fill_action(
     index: P4InfoIndex, message: p4runtime_pb2.Action, action: str, params: tuple[int, ...]
 ) -> None:
-    info = index.action(action)
+    info = index.action_named(action)
     if len(params) != len(info.params):
         raise EncodingError(f"action {action} takes {len(info.params)} parameters, got {len(params)}")
     message.action_id = info.id
@@ -110,14 +110,24 @@ def _fill_action(
 
 
 def spec_of(index: P4InfoIndex, entry: p4runtime_pb2.TableEntry) -> EntrySpec:
-    """The EntrySpec of a TableEntry read from a card (match fields in P4Info order, by id)."""
-    table = index.table_by_id[entry.table_id]
-    given = {field.field_id: decode_bytes(field.exact.value) for field in entry.match}
-    match = tuple(given.get(info.id, 0) for info in table.match_fields)
-    action = index.action_by_id.get(entry.action.action.action_id)
+    """The EntrySpec of a TableEntry read from a card (match values in P4Info order; none for a default)."""
+    table = index.table(entry.table_id)
+    fields = table.fields_by_id
+    given = {
+        field.field_id: decode_bytestring(field.exact.value, fields[field.field_id].bitwidth, table.name)
+        for field in entry.match
+        if field.field_id in fields
+    }
+    match = () if entry.is_default_action else tuple(given.get(info.id, 0) for info in table.match_fields)
+    action = index.actions.get(entry.action.action.action_id)
     if action is None:
         return EntrySpec(table.name, match, f"<action id {entry.action.action.action_id}>", ())
-    values = {param.param_id: decode_bytes(param.value) for param in entry.action.action.params}
+    params = action.params_by_id
+    values = {
+        param.param_id: decode_bytestring(param.value, params[param.param_id].bitwidth, action.name)
+        for param in entry.action.action.params
+        if param.param_id in params
+    }
     return EntrySpec(table.name, match, action.name, tuple(values.get(p.id, 0) for p in action.params))
 
 
@@ -131,9 +141,7 @@ def update(kind: int, entry: p4runtime_pb2.TableEntry) -> p4runtime_pb2.Update:
 def spec_update(index: P4InfoIndex, kind: int, spec: EntrySpec) -> p4runtime_pb2.Update:
     """The Update of `spec` built in place (a DELETE carries the match only)."""
     message = p4runtime_pb2.Update(type=kind)
-    entry = table_entry(index, spec, into=message.entity.table_entry)
-    if kind == DELETE:
-        entry.ClearField("action")
+    table_entry(index, spec, into=message.entity.table_entry, with_action=kind != DELETE)
     return message
 
 

@@ -4,41 +4,26 @@
 network's state; :meth:`Cards.install` pushes the card program to every card
 (which empties its tables and zeroes its counters, so one network serves one
 plan after another) and installs the plan of the route tables; :meth:`Cards.counters`
-reads drops by reason, frames per port and packets per (port, VC), in packets.
+reads drops by reason, frames per port and packets per (port, VC)
+(controller.install.CardCounters).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from controller.routing import RoutingTables
 from topologies.errors import TwinnetError
 from topologies.model import Topology
 
+if TYPE_CHECKING:  # the controller (grpc, protobuf) is imported when cards are opened
+    from controller.install import CardCounters
+
 
 class CardAccessError(TwinnetError, RuntimeError):
     """A card could not be reached, configured or read."""
-
-
-@dataclass(frozen=True)
-class CardCounters:
-    """One card's counters in packets: drops by reason, frames received per port, sent per (port, VC)."""
-
-    card: str
-    drops: dict[str, int]
-    rx_port: dict[int, int]
-    tx_port_vc: dict[tuple[int, int], int]
-
-    def minus(self, before: CardCounters) -> CardCounters:
-        """Counts accumulated since `before`."""
-        return CardCounters(
-            self.card,
-            {reason: value - before.drops.get(reason, 0) for reason, value in self.drops.items()},
-            {port: value - before.rx_port.get(port, 0) for port, value in self.rx_port.items()},
-            {key: value - before.tx_port_vc.get(key, 0) for key, value in self.tx_port_vc.items()},
-        )
 
 
 class Cards:
@@ -60,20 +45,11 @@ class Cards:
         return report.written
 
     def counters(self, names: Iterable[str] | None = None) -> dict[str, CardCounters]:
-        """Counters of the named cards (default all), in packets; a card that cannot be read is left out."""
+        """Counters of the named cards (default all); a card that cannot be read is left out."""
         wanted = list(names) if names is not None else None
         answers = self.controller.read_counters(self.topology, wanted)
-        result = {}
-        for name, answer in answers.items():
-            if isinstance(answer, str):  # the card's error message: unreadable (dead, or not answering)
-                continue
-            result[name] = CardCounters(
-                name,
-                {reason: packets for reason, (packets, _bytes) in answer.drops.items()},
-                {port: packets for port, (packets, _bytes) in answer.rx.items() if packets},
-                {key: packets for key, (packets, _bytes) in answer.tx.items() if packets},
-            )
-        return result
+        # a str is the card's error message: unreadable (dead, or not answering)
+        return {name: answer for name, answer in answers.items() if not isinstance(answer, str)}
 
 
 @contextlib.contextmanager

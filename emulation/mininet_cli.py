@@ -159,7 +159,7 @@ def load_lines(plan, cards, limit: int = 40) -> list[str]:
     for name, counters in cards.counters().items():
         card = net.card_id_of_name[name]
         per_port: dict[int, int] = {}
-        for (port, _vc), count in counters.tx_port_vc.items():
+        for (port, _vc), count in counters.tx_packets.items():
             per_port[port] = per_port.get(port, 0) + count
         for port in range(1, net.max_port + 1):
             kind = net.link_kind_name(card, port)
@@ -186,15 +186,14 @@ def counter_lines(network, cards, name: str) -> list[str]:
     counters = cards.counters([name]).get(name)
     if counters is None:
         return [f"card {name}: counters cannot be read (is it alive? {network.cards[name].is_alive()})"]
-    lines = [
-        f"card {name} drops: " + ", ".join(f"{reason} {count}" for reason, count in counters.drops.items())
-    ]
+    drops = counters.drop_packets
+    lines = [f"card {name} drops: " + ", ".join(f"{reason} {count}" for reason, count in drops.items())]
     lines.append(
-        "frames received per port: " + ", ".join(f"{p}: {c}" for p, c in sorted(counters.rx_port.items()))
+        "frames received per port: " + ", ".join(f"{p}: {c}" for p, c in sorted(counters.rx_packets.items()))
     )
     lines.append(
         "packets sent per (port, vc): "
-        + ", ".join(f"{p}/{vc}: {c}" for (p, vc), c in sorted(counters.tx_port_vc.items()))
+        + ", ".join(f"{p}/{vc}: {c}" for (p, vc), c in sorted(counters.tx_packets.items()))
     )
     if network.switch_class.target_name == "embedded":
         from p4switch.daemon.side_channel import request

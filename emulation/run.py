@@ -268,7 +268,7 @@ def run_on_network(
         after = cards.counters([name for name in cards.names if name not in dead_now])
         queue_after = queue_drop_counts(network)
     mark = time.monotonic()
-    drops = {name: after[name].minus(before[name]).drops for name in after if name in before}
+    drops = {name: after[name].minus(before[name]).drop_packets for name in after if name in before}
     queue_drops = {name: queue_after.get(name, 0) - queue_before.get(name, 0) for name in queue_after}
     schedule, record = plan.schedule, parts["record"]
     sent = [

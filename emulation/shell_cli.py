@@ -12,15 +12,16 @@ while the controller is connected the shell is a backup: it reads, and the
 card refuses its writes. ``--write`` takes an election id above the
 controller's: the shell becomes primary on purpose.
 
-The P4Info is the one in the state file (``CardState.p4info``, a text-format
-file); when that is missing, the card's own (GetForwardingPipelineConfig).
+p4runtime-shell 0.0.6 pins protobuf < 3.21, so it has an environment of its own
+(``.venv/shell``, made by scripts/setup.sh): the command runs ``python -m p4runtime_sh``
+there, which reads the card's P4Info from the card (GetForwardingPipelineConfig).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from typing import Any
 from controller.p4runtime_conn import CONTROLLER_ELECTION_ID
 from emulation import state as network_state
 
+#: p4runtime-shell's own environment (scripts/setup.sh).
+SHELL_ENVIRONMENT = Path(__file__).resolve().parents[1] / ".venv" / "shell"
 #: Election id of the read-only shell: below the controller's.
 READ_ONLY_ELECTION_ID = (0, 1)
 #: Election id of ``--write``: above the controller's.
@@ -82,30 +85,13 @@ def shell_settings(card_state: Any, write: bool) -> dict[str, Any]:
     }
 
 
-def run_shell(settings: dict[str, Any]) -> None:
-    """Start p4runtime-shell's IPython session with these settings, without any pipeline push."""
-    from p4runtime_sh import shell
-
-    from controller.compile import read_p4info
-    from controller.p4runtime_conn import ControllerClient
-
-    def setup(device_id, grpc_addr, election_id, role_name=None, config=None, ssl_options=None, verbose=True):
-        # The shell's own setup, but: never a pipeline push, a client whose handshake raises instead of
-        # exiting, and the P4Info from the state file when there is one.
-        shell.client = ControllerClient(device_id, grpc_addr, election_id, role_name, ssl_options)
-        p4info = read_p4info(settings["p4info"]) if settings["p4info"] else shell.client.get_p4info()
-        shell.context.set_p4info(p4info)
-        shell.global_options["verbose"] = verbose
-        role = "primary: writes allowed" if shell.client.is_primary else "backup: read-only"
-        print(
-            f"twinnet shell: card {settings['card']} at {grpc_addr}, device {device_id}, "
-            f"election id {election_id} ({role})"
-        )
-
-    shell.setup = setup
+def shell_command(settings: dict[str, Any], environment: Path = SHELL_ENVIRONMENT) -> list[str]:
+    """p4runtime-shell's command line for these settings (no --config: the shell never pushes a pipeline)."""
     high, low = settings["election_id"]
-    argv = [
-        "p4runtime-sh",
+    return [
+        str(environment / "bin" / "python"),
+        "-m",
+        "p4runtime_sh",
         "--grpc-addr",
         settings["grpc_address"],
         "--device-id",
@@ -113,11 +99,26 @@ def run_shell(settings: dict[str, Any]) -> None:
         "--election-id",
         f"{high},{low}",
     ]
-    saved, sys.argv = sys.argv, argv
-    try:
-        shell.main()
-    finally:
-        sys.argv = saved
+
+
+def run_shell(settings: dict[str, Any], environment: Path = SHELL_ENVIRONMENT) -> int:
+    """Replace this process by p4runtime-shell's IPython session on the card; 2 if it is not installed."""
+    command = shell_command(settings, environment)
+    if not any(environment.glob("lib/python3*/site-packages/p4runtime_sh")):
+        print(
+            f"twinnet shell: p4runtime-shell is not installed in {environment} (run scripts/setup.sh)",
+            file=sys.stderr,
+        )
+        return 2
+    election_id = tuple(settings["election_id"])
+    role = "primary: writes allowed" if election_id > CONTROLLER_ELECTION_ID else "backup: read-only"
+    print(
+        f"twinnet shell: card {settings['card']} at {settings['grpc_address']}, "
+        f"device {settings['device_id']}, election id {election_id} ({role})",
+        flush=True,
+    )
+    os.execv(command[0], command)
+    return 0  # not reached
 
 
 def main(args: argparse.Namespace) -> int:
@@ -131,6 +132,4 @@ def main(args: argparse.Namespace) -> int:
     if args.print_only:
         print(json.dumps(settings))
         return 0
-    logging.getLogger().setLevel(logging.WARNING)
-    run_shell(settings)
-    return 0
+    return run_shell(settings)

@@ -23,5 +23,11 @@ class EntryError(P4SwitchError, ValueError):
     """An invalid control-plane request (table entry, counter or register access); state is unchanged."""
 
 
+class TableFullError(EntryError):
+    """An insert into a table that holds its declared size already; state is unchanged."""
+
+    code = 8  # google.rpc.Code RESOURCE_EXHAUSTED, as P4Runtime reports a full table
+
+
 class PacketError(P4SwitchError):
     """A packet whose processing failed inside the pipeline; the pipeline stays usable for the next packet."""

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Time the controller installing full routing tables onto running embedded cards.
 
-    .venv/bin/python scripts/bench_install.py              # 3DT 4x4x4 DORT, twin 4-ary 3-tree DESTRO
+    .venv/bin/python scripts/bench_install.py      # 3DT 4x4x4 DORT, twin 4-ary 3-tree DESTRO, table ops
     .venv/bin/python scripts/bench_install.py --case ndt-4x4x4-dort --batch-size 1000
+    .venv/bin/python scripts/bench_install.py --case table-ops   # INSERT/MODIFY/DELETE at 65,536 entries
 
 For each case it starts one ``twinnet-switch`` process per card (the embedded
 target, started with the card program, without data-plane interfaces: the
@@ -10,6 +11,12 @@ control plane is what is measured; no root needed), waits until all serve
 P4Runtime, then times, end to end, a full install (connect, read back, write
 every entry, over gRPC on loopback) and a verify (read everything back and
 compare). It prints entries/s and seconds, and stops the processes it started.
+
+The ``table-ops`` case measures one card's table operations at scale: it fills the
+route table (65,536 entries) to 1,000 below its size, then times INSERT of 1,000
+entries (filling it), MODIFY of 1,000 and DELETE of 1,000, each as Writes of
+``--batch-size`` updates; INSERT, which costs the same at any table size, is the
+reference MODIFY and DELETE are compared with in the same run.
 """
 
 from __future__ import annotations
@@ -29,10 +36,13 @@ sys.path.insert(0, str(REPO))
 
 from controller.compile import compile_card_program  # noqa: E402
 from controller.install import TwinController  # noqa: E402
-from controller.p4runtime_conn import CardEndpoint  # noqa: E402
+from controller.p4runtime_conn import CardConnection, CardEndpoint  # noqa: E402
 from controller.routing import compute_tables  # noqa: E402
+from controller.translate import DELETE, INSERT, MODIFY, EntrySpec, spec_update  # noqa: E402
 from controller.twins import plan_cards  # noqa: E402
-from p4src import CARD_PROGRAM  # noqa: E402
+from emulation.switch_launcher import switch_command  # noqa: E402
+from p4src import CARD_PROGRAM, card  # noqa: E402
+from p4switch.p4runtime.info import P4InfoIndex  # noqa: E402
 from topologies.build import build_topology  # noqa: E402
 
 #: case -> (topology, algorithm installed first, algorithm switched to live afterwards or None)
@@ -40,7 +50,9 @@ CASES = {
     "ndt-4x4x4-dort": (lambda: build_topology("ndt", dims="4x4x4", config="cbest"), "dort", "ts-dor"),
     "twin-4-ary-3-tree-destro": (lambda: build_topology("fattree", k=4, n=3, twin=True), "destro", None),
 }
-SWITCH = [sys.executable, "-m", "p4switch.daemon.cli"]
+#: the switch as the emulation starts it (its own environment, .venv/switch, when scripts/setup.sh made it)
+SWITCH = switch_command()
+TABLE_OPS = "table-ops"
 
 
 def free_port() -> int:
@@ -172,16 +184,63 @@ def run_case(name: str, batch_size: int, workers: int) -> dict:
     }
 
 
+def run_table_ops(batch_size: int, count: int = 1000) -> dict:
+    """Times of INSERT, MODIFY and DELETE of `count` route entries in a full 65,536-entry table (one card)."""
+    program = compile_card_program(CARD_PROGRAM, "embedded")
+    index = P4InfoIndex(program.p4info)
+    size = index.table_named(card.ROUTE).size
+    specs = [EntrySpec(card.ROUTE, (1, pe, 0), card.SET_ROUTE, (2, 0)) for pe in range(size)]
+    changed = [EntrySpec(spec.table, spec.match, card.SET_ROUTE, (3, 1)) for spec in specs]
+    with tempfile.TemporaryDirectory(prefix="twinnet-bench-") as logs:
+        processes, (endpoint,) = start_switches([("c1", 1)], program.source, Path(logs))
+        connection = CardConnection(endpoint, index)
+        try:
+            connection.open()
+            connection.set_pipeline(program.p4info, program.device_config)
+
+            def write(kind: int, entries: list[EntrySpec]) -> float:
+                updates = [spec_update(index, kind, spec) for spec in entries]
+                begin = time.monotonic()
+                failures = connection.write(updates, lambda i: entries[i].describe(), batch_size)
+                seconds = time.monotonic() - begin
+                if failures:
+                    raise SystemExit(f"{len(failures)} updates failed, first: {failures[0]}")
+                return seconds
+
+            write(INSERT, specs[: size - count])  # the table, 1,000 below its size
+            figures = {"size": size, "count": count}
+            figures["insert_s"] = write(INSERT, specs[size - count :])  # fills it
+            spread = range(0, size, size // count)[:count]  # entries from all over the table
+            figures["modify_s"] = write(MODIFY, [changed[i] for i in spread])
+            figures["delete_s"] = write(DELETE, [specs[i] for i in spread])
+        finally:
+            connection.close()
+            stop_switches(processes)
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--case", choices=sorted(CASES), action="append")
+    parser.add_argument("--case", choices=[*sorted(CASES), TABLE_OPS], action="append")
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--workers", type=int, default=16)
     args = parser.parse_args()
     print(
         f"machine: {os.cpu_count()} CPUs; {args.batch_size} updates per WriteRequest, {args.workers} workers"
     )
-    for name in args.case or list(CASES):
+    for name in args.case or [*CASES, TABLE_OPS]:
+        if name == TABLE_OPS:
+            ops = run_table_ops(args.batch_size)
+            count, insert, modify, delete = ops["count"], ops["insert_s"], ops["modify_s"], ops["delete_s"]
+            print(
+                f"{TABLE_OPS}: route table of {ops['size']} entries, {count} updates each: "
+                f"INSERT {insert:.3f} s = {count / insert:.0f}/s, "
+                f"MODIFY {modify:.3f} s = {count / modify:.0f}/s, "
+                f"DELETE {delete:.3f} s = {count / delete:.0f}/s "
+                f"(MODIFY {insert / modify:.2f}x, DELETE {insert / delete:.2f}x the speed of INSERT)",
+                flush=True,
+            )
+            continue
         figures = run_case(name, args.batch_size, args.workers)
         print(
             f"{figures['case']}: {figures['cards']} cards, {figures['entries']} entries "

@@ -29,13 +29,25 @@ missing_apt_packages() {
     done
 }
 
+# One P4Runtime stack for the controller (.venv) and the switch (.venv/switch): a current
+# grpcio and protobuf (upb, in C) with the P4Runtime modules regenerated for them by
+# p4switch/p4runtime/protos.py (the ones on PyPI load only on protobuf < 3.21 or its slow
+# pure-Python implementation). Pinned: the modules are generated with this grpcio-tools for
+# this protobuf.
+P4RUNTIME_STACK=(grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2 p4runtime==1.6.0
+                 googleapis-common-protos==1.76.0)
+# p4runtime-shell 0.0.6 (only for `twinnet shell`) pins protobuf < 3.21: an environment of its own.
+SHELL_PACKAGES=(p4runtime-shell==0.0.6)
+SHELL_VENV="$VENV/shell"  # inside .venv: ignored by git and ruff like it
+
 if [[ "${1:-}" == "--print-plan" ]]; then
     echo "apt: ${APT_PACKAGES[*]}"
     echo "venv: $VENV (from $SYSTEM_PYTHON, with system site-packages)"
-    echo "pip: -e ${REPO}[test]"
+    echo "pip: ${P4RUNTIME_STACK[*]}; -e ${REPO}[test]; P4Runtime modules regenerated"
     echo "launcher: $LAUNCHER"
-    echo "switch-venv: $VENV/switch (from $SYSTEM_PYTHON: grpcio, protobuf (upb), p4runtime, lark; twinnet --no-deps)"
+    echo "switch-venv: $VENV/switch (from $SYSTEM_PYTHON: ${P4RUNTIME_STACK[*]}, lark; twinnet --no-deps)"
     echo "switch-launcher: /usr/local/bin/twinnet-switch"
+    echo "shell-venv: $SHELL_VENV (from $SYSTEM_PYTHON: ${SHELL_PACKAGES[*]}, for twinnet shell)"
     exit 0
 fi
 
@@ -58,10 +70,17 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 
 stamp="$VENV/.twinnet-installed"
-if [[ ! -f "$stamp" || "$REPO/pyproject.toml" -nt "$stamp" ]]; then
+if [[ ! -f "$stamp" || "$REPO/pyproject.toml" -nt "$stamp" || "$REPO/scripts/setup.sh" -nt "$stamp" \
+      || "$REPO/p4switch/p4runtime/protos.py" -nt "$stamp" ]]; then
     echo "== installing Python packages into $VENV"
     "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q -e "${REPO}[test]"
+    # an environment made before p4runtime-shell moved to $SHELL_VENV: its pins would conflict
+    if "$VENV/bin/python" -m pip show -q p4runtime-shell >/dev/null 2>&1; then
+        "$VENV/bin/python" -m pip uninstall -q -y p4runtime-shell
+    fi
+    # one resolution: the pins hold even with PIP_IGNORE_INSTALLED (scripts/provision-vm.sh)
+    "$VENV/bin/python" -m pip install -q "${P4RUNTIME_STACK[@]}" -e "${REPO}[test]"
+    "$VENV/bin/python" "$REPO/p4switch/p4runtime/protos.py"
     touch "$stamp"
 fi
 
@@ -74,22 +93,19 @@ chmod 755 "$LAUNCHER"
 echo "== twinnet is ready: $LAUNCHER -> $VENV/bin/twinnet"
 
 # ---- embedded switch environment (twinnet-switch) ------------------------------------
-# The switch serves P4Runtime; with p4runtime-shell's pinned pure-Python protobuf a
-# Write of 100 entries costs ~40 ms of parsing alone. The switch therefore runs in its
-# own environment with a current protobuf (upb) and P4Runtime modules regenerated for it
-# (p4switch/p4runtime/protos.py; same wire format). emulation.switch_launcher
+# The switch is a program of its own (it needs no Mininet, matplotlib, ...): the same
+# P4Runtime stack as the controller, and lark for its compiler. emulation.switch_launcher
 # finds $SWITCH_VENV/bin/twinnet-switch; /usr/local/bin/twinnet-switch points to it.
 SWITCH_VENV="$VENV/switch"  # inside .venv: ignored by git and ruff like it
 SWITCH_LAUNCHER=/usr/local/bin/twinnet-switch
 switch_stamp="$SWITCH_VENV/.twinnet-switch-installed"
 if [[ ! -f "$switch_stamp" || "$REPO/pyproject.toml" -nt "$switch_stamp" \
+      || "$REPO/scripts/setup.sh" -nt "$switch_stamp" \
       || "$REPO/p4switch/p4runtime/protos.py" -nt "$switch_stamp" ]]; then
     echo "== installing the switch environment $SWITCH_VENV"
     [[ -x "$SWITCH_VENV/bin/python" ]] || "$SYSTEM_PYTHON" -m venv "$SWITCH_VENV"
     "$SWITCH_VENV/bin/python" -m pip install -q --upgrade pip
-    # Pinned: the P4Runtime modules are regenerated with this grpcio-tools for this protobuf.
-    "$SWITCH_VENV/bin/python" -m pip install -q grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2 \
-        p4runtime==1.6.0 googleapis-common-protos==1.76.0 "lark>=1.1.9"
+    "$SWITCH_VENV/bin/python" -m pip install -q "${P4RUNTIME_STACK[@]}" "lark>=1.1.9"
     "$SWITCH_VENV/bin/python" -m pip install -q --no-deps -e "$REPO"
     "$SWITCH_VENV/bin/python" "$REPO/p4switch/p4runtime/protos.py"
     touch "$switch_stamp"
@@ -101,3 +117,16 @@ exec "$SWITCH_VENV/bin/twinnet-switch" "\$@"
 LAUNCH
 chmod 755 "$SWITCH_LAUNCHER"
 echo "== twinnet-switch is ready: $SWITCH_LAUNCHER -> $SWITCH_VENV/bin/twinnet-switch"
+
+# ---- p4runtime-shell's environment (twinnet shell) -----------------------------------
+# p4runtime-shell 0.0.6 pins protobuf < 3.21, which the controller's fast stack cannot share;
+# `twinnet shell` runs `python -m p4runtime_sh` from here (emulation.shell_cli).
+shell_stamp="$SHELL_VENV/.twinnet-shell-installed"
+if [[ ! -f "$shell_stamp" || "$REPO/scripts/setup.sh" -nt "$shell_stamp" ]]; then
+    echo "== installing p4runtime-shell's environment $SHELL_VENV"
+    [[ -x "$SHELL_VENV/bin/python" ]] || "$SYSTEM_PYTHON" -m venv "$SHELL_VENV"
+    "$SHELL_VENV/bin/python" -m pip install -q --upgrade pip
+    "$SHELL_VENV/bin/python" -m pip install -q "${SHELL_PACKAGES[@]}"
+    touch "$shell_stamp"
+fi
+echo "== twinnet shell is ready: $SHELL_VENV/bin/python -m p4runtime_sh"

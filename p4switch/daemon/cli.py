@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -167,7 +168,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     while not stop_requested.wait(1.0):
         pass
     switch.stop()
+    exit_promptly(log)
     return 0
+
+
+def exit_promptly(log: logging.Logger) -> None:
+    """End the process now that the switch is stopped, even if a gRPC worker still runs.
+
+    A SetForwardingPipelineConfig may be compiling in a worker thread; Python would wait for
+    it at exit (the thread pool's workers are joined), so a SIGTERM would take as long as
+    the compile. Everything the switch owns is closed by now: flush the logs and leave.
+    """
+    busy = [thread.name for thread in threading.enumerate() if thread is not threading.current_thread()]
+    if busy:
+        log.info("stopped; not waiting for %d worker thread(s)", len(busy))
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

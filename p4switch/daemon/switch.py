@@ -21,6 +21,7 @@ from p4switch.daemon.program import (
 )
 from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH
 from p4switch.daemon.side_channel import ControlServer
+from p4switch.p4runtime.info import encode_bytestring
 from p4switch.p4runtime.server import P4RuntimeService, start_p4runtime_server
 
 log = logging.getLogger("twinnet.switch")
@@ -77,7 +78,7 @@ class PacketIoBridge:
             meta = message.packet.metadata.add()
             meta.metadata_id = meta_id
             field_value = (value >> shift) & ((1 << width) - 1)
-            meta.value = field_value.to_bytes(max(1, (field_value.bit_length() + 7) // 8), "big")
+            meta.value = encode_bytestring(field_value)
         if not self.switch.service.arbitration.notify_primary(message):
             log.debug("packet-in dropped: no primary controller")
 
@@ -179,6 +180,7 @@ class Switch:
         with self._stop_lock:
             if self._stopped.is_set():
                 return
+            self.service.stop()  # a long Write batch ends at its next 5 ms slice
             if self.grpc_server is not None:
                 self.grpc_server.stop(grace=0.5).wait(5)
                 self.grpc_server = None

@@ -17,6 +17,8 @@ from google.rpc import status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from p4switch.p4runtime.info import encode_bytestring
+
 
 class WriteFailure(Exception):
     """A failed Write: the gRPC code and one (canonical_code, message) per update."""
@@ -113,11 +115,13 @@ class P4RuntimeClient:
         cookie: int = 0,
         action: int = p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
     ) -> None:
+        """Set (or with COMMIT, which carries no config, commit the saved) forwarding pipeline config."""
         request = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=self.device_id, action=action)
         request.election_id.high, request.election_id.low = self.election_id
-        request.config.p4info.CopyFrom(p4info)
-        request.config.p4_device_config = device_config
-        request.config.cookie.cookie = cookie
+        if action != p4runtime_pb2.SetForwardingPipelineConfigRequest.COMMIT:
+            request.config.p4info.CopyFrom(p4info)
+            request.config.p4_device_config = device_config
+            request.config.cookie.cookie = cookie
         self.stub.SetForwardingPipelineConfig(request, timeout=120)
 
     def write(
@@ -181,14 +185,10 @@ def named_table_entry(
     """A table-entry entity from names (exact matches only), encoded canonically."""
     table_info = next(t for t in p4info.tables if t.preamble.name == table)
     fields = {f.name: f.id for f in table_info.match_fields}
-    exact = [(fields[name], _canonical(value)) for name, value in match.items()]
+    exact = [(fields[name], encode_bytestring(value)) for name, value in match.items()]
     if not action:
         return table_entry(table_info.preamble.id, exact, priority=priority)
     action_info = next(a for a in p4info.actions if a.preamble.name == action)
     param_ids = {p.name: p.id for p in action_info.params}
-    encoded = [(param_ids[name], _canonical(value)) for name, value in (params or {}).items()]
+    encoded = [(param_ids[name], encode_bytestring(value)) for name, value in (params or {}).items()]
     return table_entry(table_info.preamble.id, exact, action_info.preamble.id, encoded, priority)
-
-
-def _canonical(value: int) -> bytes:
-    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")

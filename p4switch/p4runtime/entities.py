@@ -52,10 +52,13 @@ class PipelineEntities:
     def __init__(self, pipeline: Any, index: P4InfoIndex) -> None:
         self.pipeline = pipeline
         self.index = index
-        self.keys: dict[int, dict[MatchKey, None]] = {}
+        # table id -> match key -> (action, params) of the installed entry: MODIFY and DELETE find the
+        # entry (and what undoes them) in O(1), without scanning the core's table
+        self.keys: dict[int, dict[MatchKey, tuple[str, tuple]]] = {}
         for table_id, table in index.tables.items():  # entries the program itself declares count too
             self.keys[table_id] = {
-                self._core_key(table, entry): None for entry in pipeline.table_entries(table.name)
+                self._core_key(table, entry): (entry.action, tuple(entry.params))
+                for entry in pipeline.table_entries(table.name)
             }
 
     # ----- write -----------------------------------------------------------------------------
@@ -76,44 +79,50 @@ class PipelineEntities:
             raise invalid("update type UNSPECIFIED")
         if entry.is_default_action:
             return self._write_default(kind, table, entry)
+        if not table.match_fields:
+            raise invalid(f"{table.name} has no match fields: only its default entry can be modified")
         if table.is_const:
             raise P4RuntimeError(code_pb2.PERMISSION_DENIED, f"table {table.name} is const")
         match, key = self._decode_match(table, entry)
         pipeline = self.pipeline
         keys = self.keys[table.id]
+        priority = entry.priority
         if kind == p4runtime_pb2.Update.INSERT:
             if key in keys:
                 raise P4RuntimeError(code_pb2.ALREADY_EXISTS, f"{table.name}: entry already exists")
             action, params = self._decode_action(table, entry, for_default=False)
-            self._call(pipeline.table_insert, table.name, match, action, params, entry.priority)
-            keys[key] = None
+            if table.size and len(keys) >= table.size:
+                raise P4RuntimeError(
+                    code_pb2.RESOURCE_EXHAUSTED, f"{table.name} is full ({table.size} entries)"
+                )
+            self._call(pipeline.table_insert, table.name, match, action, params, priority)
+            keys[key] = (action, params)
 
             def undo_insert() -> None:
-                pipeline.table_delete(table.name, match, entry.priority)
+                pipeline.table_delete(table.name, match, priority)
                 keys.pop(key, None)
 
             return undo_insert
-        if key not in keys:
+        old = keys.get(key)
+        if old is None:
             raise P4RuntimeError(code_pb2.NOT_FOUND, f"{table.name}: no such entry")
         if kind == p4runtime_pb2.Update.MODIFY:
             action, params = self._decode_action(table, entry, for_default=False)
-            old = self._find_core_entry(table, key)
-            self._call(pipeline.table_modify, table.name, match, action, params, entry.priority)
+            self._call(pipeline.table_modify, table.name, match, action, params, priority)
+            keys[key] = (action, params)
 
             def undo_modify() -> None:
-                if old is not None:
-                    pipeline.table_modify(table.name, match, old.action, old.params, entry.priority)
+                pipeline.table_modify(table.name, match, old[0], old[1], priority)
+                keys[key] = old
 
             return undo_modify
         if kind == p4runtime_pb2.Update.DELETE:
-            old = self._find_core_entry(table, key)
-            self._call(pipeline.table_delete, table.name, match, entry.priority)
+            self._call(pipeline.table_delete, table.name, match, priority)
             del keys[key]
 
             def undo_delete() -> None:
-                if old is not None:
-                    pipeline.table_insert(table.name, match, old.action, old.params, entry.priority)
-                    keys[key] = None
+                pipeline.table_insert(table.name, match, old[0], old[1], priority)
+                keys[key] = old
 
             return undo_delete
         raise invalid(f"unknown update type {kind}")
@@ -268,12 +277,6 @@ class PipelineEntities:
             key.append(tuple(value) if isinstance(value, (tuple, list)) else value)
         key.append(core_entry.priority)
         return tuple(key)
-
-    def _find_core_entry(self, table: TableInfo, key: MatchKey) -> Any:
-        for core_entry in self.pipeline.table_entries(table.name):
-            if self._core_key(table, core_entry) == key:
-                return core_entry
-        return None
 
     # ----- read ------------------------------------------------------------------------------
     def read(self, entity: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:

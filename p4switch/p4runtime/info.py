@@ -1,11 +1,24 @@
-"""P4Info lookups by id and name, and P4Runtime bytestring decoding and encoding.
+"""P4Info lookups by id and by name, and P4Runtime bytestrings both ways: one module for server and client.
 
-The P4Runtime server speaks ids and bytestrings; the language core speaks fully
-qualified names and integers. This module holds the P4Info index both directions
-use, and the rules for bytestrings (P4Runtime spec, "Bytestrings"): a value is
-accepted in its canonical form (shortest string, ``b"\\x00"`` for zero) or padded
-to exactly ``ceil(bitwidth / 8)`` bytes; anything else, or a value that does not
-fit the bitwidth, is INVALID_ARGUMENT. Read responses always carry canonical form.
+The P4Runtime server speaks ids and bytestrings; the language core and the controller
+speak fully qualified names and integers. This module holds the P4Info index both use
+(:class:`P4InfoIndex`: by id for the server, by name for a controller) and the rules for
+bytestrings (P4Runtime spec v1.3, section 8.4 "Bytestrings"): a value is written in its
+canonical form (shortest big-endian string, ``b"\\x00"`` for zero); a server accepts
+any non-empty string whose value fits the bitwidth, so extra leading zero bytes are
+fine (``b"\\x00\\x00\\x04"`` for a bit<16> 4, as bmv2 accepts) and a value that does
+not fit is INVALID_ARGUMENT. Read responses always carry the canonical form.
+
+It needs protobuf and the P4Runtime modules only, so a controller may import it.
+
+>>> info = p4info_pb2.P4Info()
+>>> table = info.tables.add(); table.preamble.id = 7; table.preamble.name = "MyIngress.t"
+>>> field = table.match_fields.add(); field.id = 1; field.name = "hdr.x"; field.bitwidth = 9
+>>> index = P4InfoIndex(info)
+>>> index.table_id("MyIngress.t"), index.match_field("MyIngress.t", "hdr.x").bitwidth
+(7, 9)
+>>> encode_bytestring(256, 9), decode_bytestring(b"\\x00\\x01\\x00", 9, "x")
+(b'\\x01\\x00', 256)
 """
 
 from __future__ import annotations
@@ -14,6 +27,8 @@ from dataclasses import dataclass, field
 
 from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
+
+from p4switch.errors import P4SwitchError
 
 EXACT = p4info_pb2.MatchField.EXACT
 LPM = p4info_pb2.MatchField.LPM
@@ -24,7 +39,7 @@ TABLE_ONLY = p4info_pb2.ActionRef.TABLE_ONLY
 DEFAULT_ONLY = p4info_pb2.ActionRef.DEFAULT_ONLY
 
 
-class P4RuntimeError(Exception):
+class P4RuntimeError(P4SwitchError):
     """An error with a google.rpc code, reported per update or as the call's status."""
 
     def __init__(self, code: int, message: str) -> None:
@@ -33,22 +48,34 @@ class P4RuntimeError(Exception):
         self.message = message
 
 
+class EncodingError(P4RuntimeError, ValueError):
+    """A value that does not fit its field or parameter, or a malformed bytestring (INVALID_ARGUMENT)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(code_pb2.INVALID_ARGUMENT, message)
+
+
+class P4InfoLookupError(P4SwitchError, KeyError):
+    """A name the P4Info does not have (the program is not the one the client expects)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown P4Info name"
+
+
 def invalid(message: str) -> P4RuntimeError:
     return P4RuntimeError(code_pb2.INVALID_ARGUMENT, message)
 
 
 def decode_bytestring(data: bytes, bitwidth: int, what: str) -> int:
-    """The unsigned value of ``data`` for a field of ``bitwidth`` bits, or INVALID_ARGUMENT."""
-    width_bytes = (bitwidth + 7) // 8
+    """The unsigned value of ``data`` for a field of ``bitwidth`` bits, or EncodingError (INVALID_ARGUMENT).
+
+    Any length is accepted as long as the value fits: leading zero bytes are padding.
+    """
     if not data:
-        raise invalid(f"{what}: empty bytestring")
-    if len(data) > width_bytes:
-        raise invalid(f"{what}: {len(data)} bytes for a {bitwidth}-bit field (at most {width_bytes})")
+        raise EncodingError(f"{what}: empty bytestring")
     value = int.from_bytes(data, "big")
     if value >> bitwidth:
-        raise invalid(f"{what}: value 0x{data.hex()} does not fit in {bitwidth} bits")
-    if len(data) != width_bytes and len(data) != canonical_length(value):
-        raise invalid(f"{what}: bytestring 0x{data.hex()} is neither canonical nor {width_bytes} bytes long")
+        raise EncodingError(f"{what}: value 0x{data.hex()} does not fit in {bitwidth} bits")
     return value
 
 
@@ -56,13 +83,17 @@ def canonical_length(value: int) -> int:
     return max(1, (value.bit_length() + 7) // 8)
 
 
-def encode_bytestring(value: int) -> bytes:
-    """The canonical P4Runtime bytestring of a non-negative integer."""
+def encode_bytestring(value: int, bitwidth: int | None = None, what: str = "value") -> bytes:
+    """The canonical bytestring of a non-negative integer; EncodingError if it does not fit ``bitwidth``."""
+    if value < 0 or (bitwidth is not None and value >> bitwidth):
+        raise EncodingError(f"{what} = {value} does not fit in {bitwidth} bits")
     return value.to_bytes(canonical_length(value), "big")
 
 
 @dataclass
 class MatchFieldInfo:
+    """A table's match field: id, name, width in bits and match kind."""
+
     id: int
     name: str
     bitwidth: int
@@ -71,6 +102,8 @@ class MatchFieldInfo:
 
 @dataclass
 class ParamInfo:
+    """An action parameter: id, name and width in bits."""
+
     id: int
     name: str
     bitwidth: int
@@ -78,6 +111,8 @@ class ParamInfo:
 
 @dataclass
 class ActionInfo:
+    """An action: id, name and parameters in P4Info order."""
+
     id: int
     name: str
     params: list[ParamInfo]
@@ -89,12 +124,15 @@ class ActionInfo:
 
 @dataclass
 class TableInfo:
+    """A table: id, name, match fields in P4Info order, its actions' scopes, const-ness and size."""
+
     id: int
     name: str
     match_fields: list[MatchFieldInfo]
     action_scopes: dict[int, int]
     const_default_action_id: int
     is_const: bool
+    size: int = 0
     direct_counter: str | None = None
     fields_by_id: dict[int, MatchFieldInfo] = field(default_factory=dict)
     fields_by_name: dict[str, MatchFieldInfo] = field(default_factory=dict)
@@ -104,6 +142,11 @@ class TableInfo:
         self.fields_by_id = {f.id: f for f in self.match_fields}
         self.fields_by_name = {f.name: f for f in self.match_fields}
         self.needs_priority = any(f.match_type in (TERNARY, RANGE, OPTIONAL) for f in self.match_fields)
+
+    @property
+    def action_ids(self) -> frozenset[int]:
+        """The ids of the actions the table offers (as entry or default action)."""
+        return frozenset(self.action_scopes)
 
 
 @dataclass
@@ -137,11 +180,13 @@ class P4InfoIndex:
                 action_scopes={ref.id: ref.scope for ref in t.action_refs},
                 const_default_action_id=t.const_default_action_id,
                 is_const=t.is_const_table,
+                size=t.size,
             )
         self.tables_by_name = {t.name: t for t in self.tables.values()}
         self.counters = {
             c.preamble.id: ArrayInfo(c.preamble.id, c.preamble.name, c.size) for c in p4info.counters
         }
+        self.counters_by_name = {c.name: c for c in self.counters.values()}
         self.direct_counters = {c.preamble.id: c.direct_table_id for c in p4info.direct_counters}
         for counter in p4info.direct_counters:
             table = self.tables.get(counter.direct_table_id)
@@ -157,6 +202,7 @@ class P4InfoIndex:
             for r in p4info.registers
         }
 
+    # -- by id (the server: unknown ids are P4Runtime errors) ----------------------------------
     def table(self, table_id: int) -> TableInfo:
         if table_id == 0:
             raise invalid("table_id 0 is a wildcard, not allowed here")
@@ -176,6 +222,72 @@ class P4InfoIndex:
         if register is None:
             raise P4RuntimeError(code_pb2.NOT_FOUND, f"no register with id {register_id} in the P4Info")
         return register
+
+    # -- by name (a controller: unknown names are P4InfoLookupError) ----------------------------
+    def table_named(self, name: str) -> TableInfo:
+        try:
+            return self.tables_by_name[name]
+        except KeyError:
+            raise P4InfoLookupError(f"the P4Info has no table {name!r}") from None
+
+    def table_id(self, name: str) -> int:
+        return self.table_named(name).id
+
+    def match_field(self, table: str, name: str) -> MatchFieldInfo:
+        found = self.table_named(table).fields_by_name.get(name)
+        if found is None:
+            raise P4InfoLookupError(f"table {table!r} has no match field {name!r}")
+        return found
+
+    def action_named(self, name: str) -> ActionInfo:
+        try:
+            return self.actions_by_name[name]
+        except KeyError:
+            raise P4InfoLookupError(f"the P4Info has no action {name!r}") from None
+
+    def action_id(self, name: str) -> int:
+        return self.action_named(name).id
+
+    def param(self, action: str, name: str) -> ParamInfo:
+        for info in self.action_named(action).params:
+            if info.name == name:
+                return info
+        raise P4InfoLookupError(f"action {action!r} has no parameter {name!r}")
+
+    def counter_named(self, name: str) -> ArrayInfo:
+        try:
+            return self.counters_by_name[name]
+        except KeyError:
+            raise P4InfoLookupError(f"the P4Info has no counter {name!r}") from None
+
+    def counter_id(self, name: str) -> int:
+        return self.counter_named(name).id
+
+    def require(
+        self,
+        tables: dict[str, tuple[tuple[str, ...], tuple[str, ...]]],
+        actions: dict[str, tuple[str, ...]],
+        counters: tuple[str, ...],
+    ) -> None:
+        """Raise P4InfoLookupError naming the first missing table, field, action, parameter or counter.
+
+        ``tables``: name -> (match field names in order, action names it must offer);
+        ``actions``: name -> parameter names in order.
+        """
+        for name, (fields, table_actions) in tables.items():
+            table = self.table_named(name)
+            have = tuple(info.name for info in table.match_fields)
+            if have != fields:
+                raise P4InfoLookupError(f"table {name!r} matches on {list(have)}, expected {list(fields)}")
+            for action in table_actions:
+                if self.action_named(action).id not in table.action_scopes:
+                    raise P4InfoLookupError(f"table {name!r} does not offer action {action!r}")
+        for name, params in actions.items():
+            have = tuple(param.name for param in self.action_named(name).params)
+            if have != params:
+                raise P4InfoLookupError(f"action {name!r} takes {list(have)}, expected {list(params)}")
+        for name in counters:
+            self.counter_named(name)
 
 
 def p4info_summary(p4info: p4info_pb2.P4Info) -> dict:
@@ -207,15 +319,21 @@ def p4info_summary(p4info: p4info_pb2.P4Info) -> dict:
     }
 
 
-def p4info_mismatch(given: p4info_pb2.P4Info, program: p4info_pb2.P4Info) -> str | None:
-    """None when ``given`` describes the same objects as the program's P4Info, else what differs."""
+def p4info_mismatch(
+    given: p4info_pb2.P4Info, program: p4info_pb2.P4Info, labels: tuple[str, str] = ("given", "program")
+) -> str | None:
+    """None when ``given`` describes the same objects as the program's P4Info, else what differs.
+
+    ``labels`` name the two sides in the message (the server's "given" and "program"; a
+    controller's "controller" and "card").
+    """
     a, b = p4info_summary(given), p4info_summary(program)
     for kind in a:
         if a[kind] != b[kind]:
             only_given = set(a[kind]) - set(b[kind])
             only_program = set(b[kind]) - set(a[kind])
             return (
-                f"P4Info {kind} differ from the program's: given has {sorted(only_given)[:3]}, "
-                f"program has {sorted(only_program)[:3]}"
+                f"P4Info {kind} differ from the {labels[1]}'s: {labels[0]} has {sorted(only_given)[:3]}, "
+                f"{labels[1]} has {sorted(only_program)[:3]}"
             )
     return None

@@ -8,7 +8,8 @@ and a Write batch with failed updates ends with UNKNOWN and one ``p4.v1.Error`` 
 update (in order, OK ones included) packed into ``grpc-status-details-bin``.
 
 Write atomicity: CONTINUE_ON_ERROR applies every valid update, giving the pipeline lock
-back to the data plane every 5 ms (a long batch does not stall forwarding). ROLLBACK_ON_ERROR and
+back to the data plane every 5 ms (a long batch does not stall forwarding; once the switch
+is stopping, the updates not yet applied are answered UNAVAILABLE). ROLLBACK_ON_ERROR and
 DATAPLANE_ATOMIC hold the lock for the whole batch, stop at the first failed update and
 undo the ones applied, so the data plane never sees the batch half done (the failed
 update gets its own code, the others ABORTED).
@@ -39,6 +40,13 @@ log = logging.getLogger("twinnet.switch.p4runtime")
 GRPC_CODES = {code.value[0]: code for code in grpc.StatusCode}
 READ_BATCH_ENTITIES = 1000
 WRITE_SLICE_SECONDS = 0.005
+#: Largest request the server reads. gRPC refuses a longer one (RESOURCE_EXHAUSTED) from its length
+#: prefix, before the handler runs or the message is parsed, so a huge Write costs the switch no memory.
+#: 4 MiB is gRPC's own default and ~70,000 route-entry updates per Write (the controller sends 500);
+#: a device config here is P4 source text, far smaller.
+MAX_RECEIVE_BYTES = 4 * 1024 * 1024
+#: Largest response (a wildcard Read is streamed in READ_BATCH_ENTITIES entities per message).
+MAX_SEND_BYTES = 64 * 1024 * 1024
 Request = p4runtime_pb2.SetForwardingPipelineConfigRequest
 
 
@@ -72,6 +80,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.arbitration = Arbitration(device_id)
         self._stream_keys = itertools.count(1)
         self._config_lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    def stop(self) -> None:
+        """The switch is stopping: a running Write batch ends at its next slice (the rest UNAVAILABLE)."""
+        self.stopping.set()
 
     # ----- helpers ---------------------------------------------------------------------------
     def _check_device(self, device_id: int) -> None:
@@ -100,11 +113,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _set_config(self, request: Request) -> None:
         action = request.action
         slot = self.slot
-        if action == Request.COMMIT:
-            if slot.saved is None:
+        if action == Request.COMMIT:  # spec: NOT_FOUND without a saved config, INVALID_ARGUMENT with a config
+            if request.HasField("config"):
                 raise P4RuntimeError(
-                    code_pb2.FAILED_PRECONDITION, "COMMIT without a config saved by VERIFY_AND_SAVE"
+                    code_pb2.INVALID_ARGUMENT, "COMMIT takes no config: it commits the saved one"
                 )
+            if slot.saved is None:
+                raise P4RuntimeError(code_pb2.NOT_FOUND, "COMMIT without a config saved by VERIFY_AND_SAVE")
             slot.commit(slot.saved)
             slot.saved = None
             return
@@ -192,6 +207,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         errors: list[P4RuntimeError | None] = []
         count = len(updates)
         while len(errors) < count:
+            if self.stopping.is_set():
+                stopped = P4RuntimeError(code_pb2.UNAVAILABLE, "the switch is stopping: update not applied")
+                return errors + [stopped] * (count - len(errors))
             with self.slot.control():
                 entities = self.slot.require_entities()
                 deadline = time.perf_counter() + WRITE_SLICE_SECONDS
@@ -315,8 +333,8 @@ def start_p4runtime_server(
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"),
         options=[
-            ("grpc.max_receive_message_length", 256 * 1024 * 1024),
-            ("grpc.max_send_message_length", 256 * 1024 * 1024),
+            ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
+            ("grpc.max_send_message_length", MAX_SEND_BYTES),
             ("grpc.so_reuseport", 0),
         ],
     )

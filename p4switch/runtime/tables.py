@@ -22,7 +22,7 @@ from types import CodeType, FunctionType
 
 from p4switch.compiler.model import ActionSpec, TableSpec
 from p4switch.compiler.types import mask as all_ones
-from p4switch.errors import EntryError
+from p4switch.errors import EntryError, TableFullError
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,7 @@ class Table:
                 f"table {self.name}: an entry with match {match} (priority {priority}) already exists"
             )
         if len(self.entries) >= self.spec.size:
-            raise EntryError(f"table {self.name} is full ({self.spec.size} entries)")
+            raise TableFullError(f"table {self.name} is full ({self.spec.size} entries)")
         entry = self._runtime_entry(
             action, params, True, match=dict(match), priority=priority, for_entry=True
         )

@@ -20,7 +20,6 @@ from p4.v1 import p4runtime_pb2
 
 from controller.compile import compile_card_program
 from controller.install import TwinController, endpoints_from_state
-from controller.p4info_index import P4InfoIndex
 from controller.p4runtime_conn import CardConnection
 from controller.routing import algorithms_for, compute_tables, walk
 from controller.translate import EntrySpec
@@ -28,6 +27,7 @@ from controller.twins import plan_cards
 from emulation.network import TwinnetNetwork, build_network
 from emulation.packets import probe
 from p4src import card as names
+from p4switch.p4runtime.info import P4InfoIndex
 from topologies.build import build_topology
 
 pytestmark = pytest.mark.root

@@ -22,12 +22,12 @@ from p4.config.v1 import p4info_pb2
 
 from controller.compile import compile_card_program
 from controller.install import TwinController
-from controller.p4info_index import P4InfoIndex
 from controller.p4runtime_conn import CONTROLLER_ELECTION_ID, CardConnection, CardEndpoint
 from controller.routing import compute_tables
 from controller.translate import DELETE, INSERT, MODIFY, EntrySpec, table_entry, update
 from controller.twins import CardPlan, plan_cards
 from p4src import card as names
+from p4switch.p4runtime.info import P4InfoIndex
 from topologies.build import build_topology
 
 REPO = Path(__file__).resolve().parents[2]

@@ -361,7 +361,7 @@ def test_bad_writes_are_rejected_with_their_codes_and_change_nothing(one_card: N
     too_wide = card.route(1, dst_pe=5, out_port=2)
     too_wide.table_entry.action.action.params[0].value = b"\x02\x00"  # 512 in a 9-bit port
     long_key = card.route(1, dst_pe=6, out_port=2)
-    long_key.table_entry.match[1].exact.value = b"\x00\x00\x06"  # 3 bytes for a 16-bit field
+    long_key.table_entry.match[1].exact.value = b"\x01\x00\x06"  # 65542 in 16 bits (zero padding is fine)
     cases = [
         (INSERT, card.route(1, dst_pe=1, out_port=2), code_pb2.ALREADY_EXISTS),
         (DELETE, card.route(1, dst_pe=2, out_port=2), code_pb2.NOT_FOUND),

@@ -166,13 +166,20 @@ def test_pipeline_config_actions(device: Device) -> None:
     with pytest.raises(grpc.RpcError) as error:
         client.set_pipeline(stand_in_p4info(), b"BROKEN program")
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    with pytest.raises(grpc.RpcError) as error:
+    with pytest.raises(grpc.RpcError) as error:  # nothing saved: NOT_FOUND (spec: COMMIT)
         client.set_pipeline(stand_in_p4info(), SOURCE.encode(), action=Action.COMMIT)
-    assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert error.value.code() == grpc.StatusCode.NOT_FOUND
     client.set_pipeline(stand_in_p4info(), SOURCE.encode(), action=Action.VERIFY)
     assert device.slot.config is None
     client.set_pipeline(stand_in_p4info(), SOURCE.encode(), cookie=42, action=Action.VERIFY_AND_SAVE)
     assert device.slot.config is None
+    with_config = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=7, action=Action.COMMIT)
+    with_config.election_id.high, with_config.election_id.low = client.election_id
+    with_config.config.p4info.CopyFrom(stand_in_p4info())
+    with pytest.raises(grpc.RpcError) as error:  # COMMIT carries no config: INVALID_ARGUMENT (spec)
+        client.stub.SetForwardingPipelineConfig(with_config)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert device.slot.config is None and device.slot.saved is not None
     client.set_pipeline(stand_in_p4info(), b"", action=Action.COMMIT)
     got = client.stub.GetForwardingPipelineConfig(
         p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=7)
@@ -225,7 +232,7 @@ def test_bad_writes_get_their_codes_and_change_nothing(primary: P4RuntimeClient)
         (DELETE, route(5, b"\x0a")),  # missing
         (MODIFY, route(6, b"\x0a")),  # missing
         (INSERT, unknown_table),
-        (INSERT, route(1, b"\x00\x00\x0b")),  # 3 bytes: neither canonical nor 6 bytes
+        (INSERT, route(1, b"\x00\x01\x00\x00\x00\x00\x00\x0b")),  # 2**48 + 11: zero padding, still too wide
         (INSERT, route(1, b"\x01\x00\x00\x00\x00\x00\x0b")),  # 7 bytes for 48 bits
         (INSERT, bad_action),
         (INSERT, missing_param),

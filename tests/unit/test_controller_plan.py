@@ -142,6 +142,35 @@ def test_shell_settings_come_from_the_state_file_and_stay_below_the_controller()
     )
 
 
+def test_the_shell_runs_p4runtime_sh_from_its_own_environment(tmp_path, monkeypatch, capsys) -> None:
+    from emulation import shell_cli
+
+    card_state = SimpleNamespace(
+        name="c3", card_id=3, device_id=3, grpc_address="127.0.0.1:20003", p4info=None
+    )
+    settings = shell_settings(card_state, write=False)
+    command = shell_cli.shell_command(settings, tmp_path)
+    high, low = settings["election_id"]
+    assert command == [
+        str(tmp_path / "bin" / "python"),
+        "-m",
+        "p4runtime_sh",
+        "--grpc-addr",
+        "127.0.0.1:20003",
+        "--device-id",
+        "3",
+        "--election-id",
+        f"{high},{low}",
+    ]  # no --config: the shell never pushes a pipeline
+    assert shell_cli.run_shell(settings, tmp_path) == 2  # not installed there: one line, no traceback
+    assert "p4runtime-shell is not installed" in capsys.readouterr().err
+    (tmp_path / "lib" / "python3.11" / "site-packages" / "p4runtime_sh").mkdir(parents=True)
+    started = []
+    monkeypatch.setattr(shell_cli.os, "execv", lambda path, argv: started.append(argv))
+    shell_cli.run_shell(shell_settings(card_state, write=True), tmp_path)
+    assert started and "(primary: writes allowed)" in capsys.readouterr().out
+
+
 def test_twinnet_shell_is_a_subcommand() -> None:
     from emulation.cli import SUBCOMMANDS
 

@@ -7,14 +7,10 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from controller.compile import compile_card_program
-from controller.p4info_index import P4InfoIndex, P4InfoLookupError, p4info_difference
 from controller.translate import (
     DELETE,
     INSERT,
-    EncodingError,
     EntrySpec,
-    canonical_bytes,
-    decode_bytes,
     default_entry,
     route_spec,
     spec_of,
@@ -22,6 +18,14 @@ from controller.translate import (
     table_entry,
 )
 from p4src import card as names
+from p4switch.p4runtime.info import (
+    EncodingError,
+    P4InfoIndex,
+    P4InfoLookupError,
+    decode_bytestring,
+    encode_bytestring,
+    p4info_mismatch,
+)
 
 # ids of a hand-written P4Info, unrelated to any compiler's numbering
 ROUTE_ID, SET_ROUTE_ID, CONFIG_ID, SET_CARD_ID, NO_ROUTE_ID = (
@@ -57,17 +61,27 @@ def hand_p4info() -> p4info_pb2.P4Info:
 
 
 def test_canonical_bytestrings_are_the_shortest_big_endian_strings() -> None:
-    assert canonical_bytes(0, 9) == b"\x00"
-    assert canonical_bytes(5, 9) == b"\x05"
-    assert canonical_bytes(255, 9) == b"\xff"
-    assert canonical_bytes(256, 9) == b"\x01\x00"
-    assert canonical_bytes(511, 9) == b"\x01\xff"
-    assert canonical_bytes(0xFFFF, 16) == b"\xff\xff"
-    with pytest.raises(EncodingError, match="512 does not fit in 9 bits"):
-        canonical_bytes(512, 9)
+    # brute force over a 9-bit field: the canonical string is the shortest one that decodes to the value
+    for value in range(512):
+        shortest = next(value.to_bytes(length, "big") for length in (1, 2) if value < 256**length)
+        assert encode_bytestring(value, 9) == shortest
+        assert decode_bytestring(shortest, 9, "f") == value
+    with pytest.raises(EncodingError, match="does not fit in 9 bits"):
+        encode_bytestring(512, 9)
     with pytest.raises(EncodingError):
-        canonical_bytes(-1, 4)
-    assert decode_bytes(b"\x00\x05") == decode_bytes(b"\x05") == 5
+        encode_bytestring(-1, 4)
+
+
+def test_longer_bytestrings_with_leading_zeros_are_accepted_and_values_that_do_not_fit_refused() -> None:
+    # P4Runtime spec v1.3, 8.4 Bytestrings: padding with zero bytes is allowed, at any length (bmv2 too)
+    for padding in range(4):
+        assert decode_bytestring(b"\x00" * padding + b"\x04", 16, "f") == 4
+    assert decode_bytestring(b"\x00\x00\x00\x01\xff", 9, "f") == 511
+    for data in (b"\x02\x00", b"\x00\x00\x02\x00", b"\x01\x00\x00"):  # 512 and 65536: above 9 bits
+        with pytest.raises(EncodingError, match="does not fit in 9 bits"):
+            decode_bytestring(data, 9, "f")
+    with pytest.raises(EncodingError, match="empty"):
+        decode_bytestring(b"", 9, "f")
 
 
 def test_a_route_entry_becomes_exactly_the_table_entry_built_by_hand() -> None:
@@ -150,22 +164,27 @@ def test_the_card_program_offers_what_the_controller_uses() -> None:
     program = compile_card_program(names.CARD_PROGRAM, "embedded")
     index = P4InfoIndex(program.p4info)
     index.require(names.TABLES, names.ACTIONS, names.COUNTERS)
-    assert index.table(names.ROUTE).match_fields[1].bitwidth == 16
+    assert index.table_named(names.ROUTE).match_fields[1].bitwidth == 16
     with pytest.raises(P4InfoLookupError, match="matches on"):
         index.require({names.ROUTE: ((names.INGRESS_PORT,), ())}, {}, ())
 
 
-def test_p4info_difference_names_what_differs() -> None:
+def test_p4info_mismatch_names_what_differs() -> None:
     program = compile_card_program(names.CARD_PROGRAM, "embedded")
     same = p4info_pb2.P4Info()
     same.CopyFrom(program.p4info)
-    assert p4info_difference(program.p4info, same) is None
-    next(t for t in same.tables if t.preamble.name == names.ROUTE).preamble.id += 1
-    assert "table MyIngress.route differs" in p4info_difference(program.p4info, same)
+    labels = ("controller", "card")
+    assert p4info_mismatch(program.p4info, same, labels) is None
+    route = next(t for t in same.tables if t.preamble.name == names.ROUTE)
+    route.preamble.id += 1
+    difference = p4info_mismatch(program.p4info, same, labels)
+    assert "P4Info tables differ" in difference and f"card has [({route.preamble.id}, " in difference
     fewer = p4info_pb2.P4Info()
     fewer.CopyFrom(program.p4info)
     del fewer.counters[0]
-    assert "has no counter" in p4info_difference(program.p4info, fewer)
+    assert "P4Info counters differ from the card's: controller has [(" in p4info_mismatch(
+        program.p4info, fewer, labels
+    )
 
 
 def test_names_agree_with_the_emulation_side_of_the_card_program() -> None:
