@@ -1,0 +1,84 @@
+"""Rate-limited links on a real network (embedded target): a link carries its rate and no more; a network
+offered more than its throughput bound saturates near the bound.
+
+An 8-ring (torus --dims 8) with DOR: under uniform traffic each + link carries
+(1 + 2 + 3 + 4) / 7 = 10/7 of a PE's injection (the distance-4 tie goes +), so the
+bound is 0.7 packets per PE per link time (twinnet analyze says the same).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from run_checks import plan
+
+from emulation.network import TwinnetNetwork, build_network
+from emulation.run import run_on_network
+from emulation.sweep import Configuration, SweepSettings, plan_sweep, run_point
+from emulation.traffic import Schedule
+from topologies.build import build_topology
+
+pytestmark = pytest.mark.root
+
+LINK_RATE = 100.0
+
+
+@pytest.fixture(scope="module")
+def topology():
+    return build_topology("torus", dims="8")
+
+
+@pytest.fixture(scope="module")
+def network(topology, tmp_path_factory) -> TwinnetNetwork:
+    built = build_network(
+        topology, target="embedded", out_dir=tmp_path_factory.mktemp("ring"), lock_timeout=900
+    )
+    try:
+        yield built
+    finally:
+        built.stop()
+
+
+def test_a_rate_limited_link_carries_its_rate_and_no_more(network, topology, tmp_path) -> None:
+    # PE 0 offers 3x the link rate to PE 1 for 4 s: the card links (and the ejection link) limit it
+    offered, seconds = 3 * LINK_RATE, 4.0
+    count = int(offered * seconds)
+    schedule = Schedule(
+        np.zeros(count, dtype=np.int64), np.ones(count, dtype=np.int64), np.arange(count) / offered
+    )
+    base = plan(topology, tmp_path, routing="dor", traffic="uniform", packets=1)
+    network.set_link_rates(LINK_RATE)
+    try:
+        outcome = run_on_network(dataclasses.replace(base, schedule=schedule), network, show_bars=False)
+    finally:
+        network.set_link_rates(None)
+    received = np.sort([r.arrival.receive_us for r in outcome.results if r.arrival is not None])
+    start = min(r.send_us for r in outcome.results if r.send_us >= 0)
+    window_s = 2.0  # from 1 s (queues full) to 3 s (still backlogged)
+    in_window = np.count_nonzero((received >= start + 1_000_000) & (received < start + 3_000_000))
+    carried = in_window / window_s
+    # a token bucket of burst 4 sends at most rate x window + 4 in a window; a backlogged port sends
+    # no less than its rate less what one late wake-up per second can cost on a busy machine
+    assert carried <= LINK_RATE + 5 / window_s, carried
+    assert carried >= 0.9 * LINK_RATE, carried
+    assert outcome.accounting.lost > 0  # the rest was dropped at the full queue, and said so
+
+
+def test_a_ring_offered_more_than_its_bound_saturates_near_it(network, topology) -> None:
+    configuration = Configuration("8-ring", topology, "dor", "uniform")
+    settings = SweepSettings(
+        link_rate_pps=LINK_RATE,
+        loads=(1.0,),
+        duration_s=5.0,
+        warmup_s=1.5,
+        target="embedded",
+        cpu_capacity=1e5,
+    )
+    (sweep_plan,) = plan_sweep([configuration], settings)
+    assert sweep_plan.bound == pytest.approx(0.7)
+    point = run_point(network, sweep_plan, settings, 1.0, lambda message: None)
+    network.set_link_rates(None)
+    assert point["offered"] > sweep_plan.bound
+    assert 0.8 * sweep_plan.bound <= point["accepted"] <= 1.05 * sweep_plan.bound, point
