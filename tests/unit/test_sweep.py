@@ -170,3 +170,20 @@ def test_compare_configurations_from_the_command_line():
     )
     with pytest.raises(RunInputError, match="--compare"):
         configurations_from_args(bad)
+
+
+def test_run_with_a_link_rate_checks_host_links_and_cpu():
+    from emulation.run import plan_run
+    from emulation.run_settings import RunSettings
+
+    topology = build_topology("torus", dims="4")
+
+    def settings(**values):
+        return RunSettings(routing="dor", traffic="uniform", target="embedded", packets=10, **values)
+
+    with pytest.raises(RunInputError, match="more than the host link carries"):
+        plan_run(topology, settings(rate=200, link_rate=100), need_root=False)
+    with pytest.raises(RunInputError, match="does not fit this machine's CPU"):
+        plan_run(topology, settings(rate=1e8, link_rate=1e8), need_root=False)
+    plan = plan_run(topology, settings(rate=10, link_rate=100), need_root=False)
+    assert "link rate 100 packets/s" in plan.memory_summary
