@@ -24,6 +24,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "emulation.sweep_cli",
         "offered load against accepted traffic and latency on rate-limited links",
     ),
+    "collective": (
+        "emulation.collective_cli",
+        "broadcast, reduce, allgather, all-to-all: completion time on rate-limited links",
+    ),
 }
 
 

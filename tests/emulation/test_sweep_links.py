@@ -82,3 +82,25 @@ def test_a_ring_offered_more_than_its_bound_saturates_near_it(network, topology)
     network.set_link_rates(None)
     assert point["offered"] > sweep_plan.bound
     assert 0.8 * sweep_plan.bound <= point["accepted"] <= 1.05 * sweep_plan.bound, point
+
+
+@pytest.mark.parametrize("name", ["broadcast", "reduce", "allgather", "all-to-all"])
+def test_collectives_deliver_every_message_with_their_completion_time(network, topology, name) -> None:
+    from controller.routing import compute_tables
+    from emulation.card_access import open_cards
+    from emulation.collectives import collective_steps, run_collective
+
+    with open_cards(network) as cards:
+        cards.install(compute_tables(topology, "dor"))
+    network.set_link_rates(LINK_RATE)
+    try:
+        result = run_collective(network, name, link_rate_pps=LINK_RATE, block=2)
+    finally:
+        network.set_link_rates(None)
+    steps = collective_steps(name, 8, 2)
+    assert result["missing_packets"] == 0 and len(result["step_times_s"]) == len(steps)
+    # no step ends before its busiest sender has put its packets on its link, one per link time
+    for step, seconds in zip(steps, result["step_times_s"], strict=True):
+        busiest = max(sum(m[2] for m in step if m[0] == src) for src in {m[0] for m in step})
+        assert seconds >= (busiest - 1) / LINK_RATE
+    assert result["completion_time_s"] == pytest.approx(sum(result["step_times_s"]))
