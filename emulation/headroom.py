@@ -100,9 +100,11 @@ def check_headroom(
     return headroom, None
 
 
-def mean_cards_per_packet(all_pairs, src: np.ndarray, dst: np.ndarray) -> float:
-    """Mean cards a packet of the given (src, dst) pairs visits, from the model's paths."""
-    weights = all_pairs.weights_of(src, dst, np.ones(src.size))
+def mean_cards_per_packet(
+    all_pairs, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None = None
+) -> float:
+    """Mean cards a packet of the (src, dst) pairs (weighted, default equally) visits on the model's paths."""
+    weights = all_pairs.weights_of(src, dst, np.ones(src.size) if weight is None else weight)
     total = float(weights.sum())
     return float(((all_pairs.links() + 1) * weights).sum() / total) if total else 0.0
 

@@ -125,11 +125,12 @@ def plan_sweep(
         raw_bound = traffic_loads(base.all_pairs, traffic)["throughput_bound"]
         bound = min(1.0, raw_bound) if raw_bound else None
         loads = settings.loads or tuple(round(f * (bound or 1.0), 4) for f in DEFAULT_LOAD_FACTORS)
-        num_pes = len(configuration.topology.hosts)
-        top = make_workload(workload_spec(settings, configuration, max(loads)), num_pes, base.traffic)
-        cards = mean_cards_per_packet(base.all_pairs, top.schedule.src, top.schedule.dst)
-        offered_pps = len(top.schedule) / settings.duration_s
+        # the host links cap what is offered; checked before any workload is made
+        offered_pps = min(1.0, max(loads)) * settings.link_rate_pps * np.unique(base.traffic.src).size
+        cards = mean_cards_per_packet(base.all_pairs, traffic.src, traffic.dst, traffic.weight)
         headroom, warning = check_headroom(offered_pps, cards, visits_per_core_s=settings.cpu_capacity)
+        for load in loads:
+            workload_spec(settings, configuration, load).check()
         plans.append(
             ConfigPlan(configuration, base, bound, tuple(loads), cards, warning or headroom.summary())
         )

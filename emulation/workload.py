@@ -134,7 +134,11 @@ def message_times(spec: WorkloadSpec, rng: np.random.Generator) -> np.ndarray:
                 f"mean size {spec.sizes.mean:g} asks for {per_slot:g}; use --process poisson"
             )
         slots = int(spec.duration_s * spec.link_rate_pps)
-        return np.flatnonzero(rng.random(slots) < per_slot) * link_time
+        expected = per_slot * slots
+        # slots between successes of a Bernoulli trial per slot are geometric: drawn directly
+        gaps = rng.geometric(per_slot, size=int(expected + 10 * math.sqrt(expected) + 20))
+        chosen = np.cumsum(gaps) - 1
+        return chosen[chosen < slots] * link_time
     expected = per_slot * spec.duration_s * spec.link_rate_pps
     gaps = rng.exponential(link_time / per_slot, size=int(expected + 10 * math.sqrt(expected) + 20))
     times = np.cumsum(gaps)
