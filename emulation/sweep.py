@@ -172,7 +172,8 @@ def run_point(network, plan: ConfigPlan, settings: SweepSettings, load: float, s
         for name, pid in pids.items()
         if pid in cpu_after and pid in cpu_before
     }
-    metrics = point_metrics(outcome.results, workload, num_pes)
+    sources = int(np.unique(plan.base.traffic.src).size)  # the bound is per injecting PE: so is accepted
+    metrics = point_metrics(outcome.results, workload, sources)
     visits = sum(len(r.arrival.hops) for r in outcome.results if r.arrival is not None)
     cpu = verdict_after(
         late_sends=outcome.injection["late_probes"],
