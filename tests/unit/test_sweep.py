@@ -187,3 +187,82 @@ def test_run_with_a_link_rate_checks_host_links_and_cpu():
         plan_run(topology, settings(rate=1e8, link_rate=1e8), need_root=False)
     plan = plan_run(topology, settings(rate=10, link_rate=100), need_root=False)
     assert "link rate 100 packets/s" in plan.memory_summary
+
+
+class _FakeCard:
+    def switch_pid(self):
+        import os
+
+        return os.getpid()
+
+
+class _FakeNetwork:
+    """Stands in for a running network: records link rates; cards are this process."""
+
+    def __init__(self, topology, **_options):
+        self.topology = topology
+        self.cards = {name: _FakeCard() for name in topology.cards}
+        self.rates = []
+
+    def set_link_rates(self, rate):
+        self.rates.append(rate)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return None
+
+
+def test_run_sweep_measures_every_point_of_every_configuration(monkeypatch, tmp_path):
+    """Orchestration without a network: every packet arrives one link time after it is sent,
+    up to a capacity of `cap` packets per PE per link time (the rest lost)."""
+    import types
+
+    import emulation.sweep as sweep
+
+    cap, link_rate = 0.3, 200.0
+
+    def fake_run(plan, network, show_bars=False):
+        schedule, start = plan.schedule, 5_000_000
+        results, delivered = [], 0
+        sources = np.unique(schedule.src).size
+        for i in range(len(schedule)):
+            send = start + int(schedule.at[i] * 1e6)
+            arrives = delivered + 1 <= cap * link_rate * sources * schedule.at[i] + sources
+            delivered += arrives
+            receive = send + int(1e6 / link_rate) if arrives else None
+            results.append(
+                _result(schedule.first_id + i, int(schedule.src[i]), int(schedule.dst[i]), send, receive)
+            )
+        lost = sum(r.arrival is None for r in results)
+        return types.SimpleNamespace(
+            results=results,
+            injection={"late_probes": 0, "probes_sent": len(results)},
+            accounting=types.SimpleNamespace(lost=lost, queue_drops={"c0": lost}),
+        )
+
+    monkeypatch.setattr(sweep, "run_on_network", fake_run)
+    configurations = [
+        Configuration("ring", build_topology("torus", dims="4"), "dor", "uniform"),
+        Configuration("ring 8", build_topology("torus", dims="8"), "dor", "uniform"),
+    ]
+    settings = SweepSettings(
+        link_rate_pps=link_rate, loads=(0.1, 0.2, 0.6), duration_s=2.0, warmup_s=0.5, cpu_capacity=1e6
+    )
+    plans = plan_sweep(configurations, settings, need_root=False)
+    result = sweep.run_sweep(plans, settings, network_factory=_FakeNetwork)
+    assert [c["label"] for c in result["configurations"]] == ["ring", "ring 8"]
+    for configuration in result["configurations"]:
+        points = configuration["points"]
+        assert len(points) == 3
+        assert points[0]["accepted"] == pytest.approx(points[0]["offered"], rel=0.1)
+        assert points[-1]["accepted"] == pytest.approx(cap, rel=0.1)  # what the fake network carries
+        assert configuration["saturation_throughput"] == pytest.approx(cap, rel=0.1)
+        assert points[0]["latency_packet_times"]["mean"] == pytest.approx(1.0, abs=0.01)
+        assert points[-1]["lost"] > 0 and points[-1]["cpu"]["cpu_bound"] in (False, True)
+    assert result["configurations"][1]["throughput_bound"] == pytest.approx(0.7)
+    write_sweep(result, tmp_path, pictures=False)
+    assert (
+        json.loads((tmp_path / "sweep.json").read_text())["configurations"][0]["points"][2]["late_sends"] == 0
+    )
