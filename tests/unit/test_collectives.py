@@ -66,3 +66,61 @@ def test_all_to_all_is_every_ordered_pair_once():
 def test_impossible_collectives_are_refused(name, num_pes, block):
     with pytest.raises(CollectiveError):
         collective_steps(name, num_pes, block)
+
+
+class _LinkEngine:
+    """Stands in for the traffic engine: each host's link carries one packet per link time, and every
+    packet arrives one link time after it left (no contention: the network itself is ideal)."""
+
+    LINK_RATE = 1000.0
+
+    def __init__(self, _endpoints):
+        self.received = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return None
+
+    def inject(self, schedule, size):
+        from emulation.packets import now_us
+        from emulation.traffic import FrameFactory, Received, SendRecord, stamp
+
+        factory, started = FrameFactory(size), now_us()
+        record = SendRecord(np.zeros(len(schedule), dtype=np.int64), started_us=started)
+        for i in range(len(schedule)):
+            frame = factory.frame(int(schedule.src[i]), int(schedule.dst[i]))
+            send = started + int(schedule.at[i] * 1e6)
+            stamp(frame, schedule.probe_id(i), send)
+            record.send_us[i] = send
+            self.received.append(
+                Received(int(schedule.dst[i]), bytes(frame), send + int(1e6 / self.LINK_RATE))
+            )
+        return record
+
+    def wait_for(self, *_args, **_kwargs):
+        return 0.0
+
+    def take_received(self):
+        taken, self.received = self.received, []
+        return taken
+
+
+def test_run_collective_times_each_step_by_its_last_packet(monkeypatch):
+    import types
+
+    import emulation.collectives as collectives
+
+    monkeypatch.setattr(collectives, "TrafficEngine", _LinkEngine)
+    monkeypatch.setattr(collectives, "endpoints_of_network", lambda network: [])
+    monkeypatch.setattr(collectives.time, "sleep", lambda seconds: None)
+    network = types.SimpleNamespace(topology=types.SimpleNamespace(hosts=list(range(8))))
+    link_time = 1 / _LinkEngine.LINK_RATE
+    result = collectives.run_collective(network, "allgather", link_rate_pps=_LinkEngine.LINK_RATE, block=2)
+    # step k: each PE sends 2 * 2^k packets, one per link time; the last arrives one link time later
+    expected = [(2 * 2**k - 1) * link_time + link_time for k in range(3)]
+    assert result["missing_packets"] == 0
+    assert result["step_times_s"] == pytest.approx(expected, abs=2e-6)
+    assert result["completion_time_packet_times"] == pytest.approx(sum(2 * 2**k for k in range(3)), abs=0.1)
+    assert result["latency_mean_packet_times"] == pytest.approx(1.0, abs=0.01)
