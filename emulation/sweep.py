@@ -161,7 +161,7 @@ def run_point(network, plan: ConfigPlan, settings: SweepSettings, load: float, s
         rate=load * settings.link_rate_pps,
     )
     network.set_link_rates(settings.link_rate_pps)
-    pids = {name: card.switch_pid() for name, card in network.cards.items()}
+    pids = {name: card.switch_pid for name, card in network.cards.items()}
     cpu_before = process_cpu_s(pid for pid in pids.values() if pid)
     started = time.monotonic()
     outcome = run_on_network(run_plan, network, show_bars=False)

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from emulation.packets import now_us  # noqa: E402
 from emulation.run import RunSettings, execute, plan_run  # noqa: E402
 from emulation.traffic import FrameFactory, SendRecord, TrafficEngine, probe_frame  # noqa: E402
 from topologies.build import add_topology_arguments, topology_from_args  # noqa: E402
@@ -52,6 +53,11 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--network", action="store_true", help="also run on a real network (root)")
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="with --network: build the frames one scapy build per pair, as the injector did before",
+    )
     args = parser.parse_args()
     settings = RunSettings(
         routing=args.routing, traffic=args.traffic, rate=args.rate, duration=args.duration, target="embedded"
@@ -70,21 +76,25 @@ def main() -> int:
     original = TrafficEngine.inject
 
     def timed_inject(self, schedule, size, tick=None, tick_every=0.2) -> SendRecord:
-        captured["called"] = time.time()
+        captured["called"] = now_us()
         record = original(self, schedule, size, tick, tick_every)
         captured["record"] = record
         return record
 
     TrafficEngine.inject = timed_inject  # type: ignore[method-assign]
+    if args.reference:
+        FrameFactory.frame = lambda self, src, dst: probe_frame(src, dst, len(self.template))  # type: ignore
     execute(plan, show_bars=False)
     record: SendRecord = captured["record"]  # type: ignore[assignment]
     sent = record.send_us[record.send_us >= 0]
-    called_us = int(captured["called"] * 1e6)  # type: ignore[operator]
+    called_us = int(captured["called"])  # type: ignore[arg-type]
     first = int(sent.min()) if sent.size else 0
     in_first_second = int(np.count_nonzero(sent < first + 1_000_000))
     scheduled_first_second = int(np.count_nonzero(schedule.at < 1.0))
     print(
-        f"inject() to first send {(first - called_us) / 1e3:.1f} ms; first second: {in_first_second} sent of "
+        ("reference (scapy per pair): " if args.reference else "template frames: ")
+        + f"inject() to first send {(first - called_us) / 1e3:.1f} ms; "
+        f"first second: {in_first_second} sent of "
         f"{scheduled_first_second} scheduled; late sends {record.late_probes} of {len(schedule)}, "
         f"max lateness {record.max_late_s * 1e3:.1f} ms"
     )

@@ -190,6 +190,7 @@ def test_run_with_a_link_rate_checks_host_links_and_cpu():
 
 
 class _FakeCard:
+    @property
     def switch_pid(self):
         import os
 
