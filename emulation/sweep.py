@@ -123,7 +123,7 @@ def plan_sweep(
         base = plan_run(configuration.topology, run_settings, need_root=need_root)
         traffic = bound_traffic(base, configuration.traffic, settings.zipf_exponent, settings.seed)
         raw_bound = traffic_loads(base.all_pairs, traffic)["throughput_bound"]
-        bound = min(1.0, raw_bound) if raw_bound else None
+        bound = round(min(1.0, raw_bound), 6) if raw_bound else None
         loads = settings.loads or tuple(round(f * (bound or 1.0), 4) for f in DEFAULT_LOAD_FACTORS)
         # the host links cap what is offered; checked before any workload is made
         offered_pps = min(1.0, max(loads)) * settings.link_rate_pps * np.unique(base.traffic.src).size

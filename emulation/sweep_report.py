@@ -66,7 +66,7 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
     axes.set_xlabel("accepted traffic (packets per PE per link time)")
     axes.set_ylabel("mean latency (packet times)")
     axes.set_yscale("log")
-    axes.legend(fontsize="small")
+    axes.legend(fontsize="small", loc="upper left")
     axes.grid(alpha=0.3)
     figure.tight_layout()
     paths.append(out / "latency.png")
