@@ -67,11 +67,7 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
     axes.set_ylabel("mean latency (packet times)")
     axes.set_yscale("log")
     axes.legend(fontsize="small", loc="upper left")
-    axes.grid(alpha=0.3)
-    figure.tight_layout()
-    paths.append(out / "latency.png")
-    figure.savefig(paths[-1], dpi=120)
-    plt.close(figure)
+    paths.append(_save(figure, axes, out / "latency.png"))
 
     figure, axes = plt.subplots(figsize=(6.4, 4.4))
     for configuration in result["configurations"]:
@@ -88,12 +84,19 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
     axes.set_xlabel("offered load (packets per PE per link time)")
     axes.set_ylabel("accepted traffic (packets per PE per link time)")
     axes.legend(fontsize="small", title="dashed: twinnet analyze bound")
+    paths.append(_save(figure, axes, out / "throughput.png"))
+    return paths
+
+
+def _save(figure, axes, path: Path) -> Path:
+    """Grid, layout, write, close: the end of every plot."""
+    import matplotlib.pyplot as plt
+
     axes.grid(alpha=0.3)
     figure.tight_layout()
-    paths.append(out / "throughput.png")
-    figure.savefig(paths[-1], dpi=120)
+    figure.savefig(path, dpi=120)
     plt.close(figure)
-    return paths
+    return path
 
 
 def write_sweep(result: dict[str, Any], out: Path, *, pictures: bool = True) -> list[Path]:
