@@ -205,13 +205,18 @@ def run_sweep(
     *,
     say: Say | None = None,
     network_factory: Callable[..., Any] | None = None,
+    checkpoint: Callable[[dict[str, Any]], Any] | None = None,
 ) -> dict[str, Any]:
-    """Every configuration's load points on its own network (torn down after); the sweep.json content."""
+    """Every configuration's load points on its own network (torn down after); the sweep.json content.
+
+    ``checkpoint(result)`` is called after each configuration with what is done so far, so that
+    an interrupted sweep keeps its finished configurations.
+    """
     from emulation.network import build_network
 
     say = say or (lambda message: None)
     factory = network_factory or build_network
-    configurations = []
+    result = _sweep_header(settings)
     for plan in plans:
         configuration = plan.configuration
         say(f"{configuration.label}: bound {plan.bound}, loads {', '.join(f'{x:g}' for x in plan.loads)}")
@@ -226,7 +231,7 @@ def run_sweep(
         with network:
             points = [run_point(network, plan, settings, load, say) for load in plan.loads]
         best, saturated_at = saturation(points)
-        configurations.append(
+        result["configurations"].append(
             {
                 "label": configuration.label,
                 "topology": {"family": configuration.topology.family, **configuration.topology.params},
@@ -239,6 +244,13 @@ def run_sweep(
                 "points": points,
             }
         )
+        if checkpoint is not None:
+            checkpoint(result)
+    return result
+
+
+def _sweep_header(settings: SweepSettings) -> dict[str, Any]:
+    """sweep.json without its configurations: units, link, workload."""
     return {
         "units": {
             "offered": "packets per PE per link time (fraction of the link rate), in the window",
@@ -258,5 +270,5 @@ def run_sweep(
             "seed": settings.seed,
         },
         "lossless": False,
-        "configurations": configurations,
+        "configurations": [],
     }

@@ -169,12 +169,14 @@ def main(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     plans = plan_sweep(configurations_from_args(args), settings)
     say = (lambda message: None) if args.quiet else stderr_progress
-    try:
-        result = run_sweep(plans, settings, say=say)
+    out = args.out or Path("/tmp/twinnet/sweep")
+    try:  # files rewritten after each configuration: an interrupted sweep keeps what it finished
+        result = run_sweep(
+            plans, settings, say=say, checkpoint=lambda partial: write_sweep(partial, out, pictures=False)
+        )
     except _run_errors() as error:
         print(f"twinnet sweep: error: {error}", file=sys.stderr)
         return 2
-    out = args.out or Path("/tmp/twinnet/sweep")
     for path in write_sweep(result, out, pictures=not args.no_pictures):
         print(f"wrote {path}")
     for configuration in result["configurations"]:

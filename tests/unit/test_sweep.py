@@ -252,7 +252,14 @@ def test_run_sweep_measures_every_point_of_every_configuration(monkeypatch, tmp_
         link_rate_pps=link_rate, loads=(0.1, 0.2, 0.6), duration_s=2.0, warmup_s=0.5, cpu_capacity=1e6
     )
     plans = plan_sweep(configurations, settings, need_root=False)
-    result = sweep.run_sweep(plans, settings, network_factory=_FakeNetwork)
+    checkpoints = []
+    result = sweep.run_sweep(
+        plans,
+        settings,
+        network_factory=_FakeNetwork,
+        checkpoint=lambda r: checkpoints.append(len(r["configurations"])),
+    )
+    assert checkpoints == [1, 2]
     assert [c["label"] for c in result["configurations"]] == ["ring", "ring 8"]
     for configuration in result["configurations"]:
         points = configuration["points"]
