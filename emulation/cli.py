@@ -23,6 +23,14 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "shell": ("emulation.shell_cli", "p4runtime-shell on a card of the running network (read-only default)"),
     "cli": ("emulation.mininet_cli", "Mininet's CLI on a routed network, plus path, load, counters"),
     "run": ("emulation.run_cli", "emulate a network: send probes, compare their paths with the model"),
+    "sweep": (
+        "emulation.sweep_cli",
+        "offered load against accepted traffic and latency on rate-limited links",
+    ),
+    "collective": (
+        "emulation.collective_cli",
+        "broadcast, reduce, allgather, all-to-all: completion time on rate-limited links",
+    ),
 }
 
 

@@ -43,6 +43,7 @@ from emulation.measure import (
 )
 from emulation.packets import MAX_TRACE, TRACE_ENTRY_LEN
 from emulation.progress import ProgressBar
+from emulation.run_links import check_link_plan, set_link_rate
 from emulation.run_settings import (  # noqa: F401  (re-exported: the run's settings live with the run)
     DEFAULT_PACKETS,
     DEFAULT_RATE_PPS,
@@ -143,6 +144,9 @@ def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = Tru
     if settings.kill is not None and settings.kill[0] not in topology.cards:
         raise RunInputError(f"--kill: no card {settings.kill[0]!r} in this topology")
     schedule = make_schedule(traffic, len(topology.hosts), packets, rate, seed=settings.seed)
+    summary = "; ".join(
+        part for part in (summary, check_link_plan(settings, rate, schedule, all_pairs)) if part
+    )
     return RunPlan(
         topology,
         settings,
@@ -258,6 +262,7 @@ def run_on_network(
         say(
             f"{installed} table entries installed on {len(cards.names)} cards in {timings['install_s']:.1f} s"
         )
+        set_link_rate(plan, network)
         before = cards.counters()
         queue_before = queue_drop_counts(network)
         engine = TrafficEngine(endpoints_of_network(network))
@@ -363,6 +368,7 @@ def _inject_and_drain(
         "late_threshold_s": LATE_THRESHOLD_S,
         "max_lateness_s": round(record.max_late_s, 6),
         "size_bytes": plan.settings.size,
+        "link_rate_pps": plan.settings.link_rate,
         "schedule_duration_s": round(schedule.duration, 3),
     }
     interrupted = f"interrupted after {record.sent} of {len(schedule)} probes" if record.interrupted else None

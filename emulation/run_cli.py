@@ -89,11 +89,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CARD@S",
         help="fault injection: kill card CARD's switch S seconds after injection starts",
     )
+    run.add_argument(
+        "--link-rate",
+        metavar="RATE",
+        help="every link's rate: packets/s (200, 200pps) or bits/s for --size frames (1Mbit); "
+        "default: as fast as the cards' CPU",
+    )
     run.add_argument("--no-pictures", action="store_true", help="write report.json and paths.csv only")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def settings_from_args(args: argparse.Namespace):
+    from emulation.link_rate import parse_link_rate
     from emulation.run_settings import RunInputError, RunSettings
 
     options = {"seed": args.seed}
@@ -118,6 +125,7 @@ def settings_from_args(args: argparse.Namespace):
         out=args.out,
         seed=args.seed,
         kill=kill,
+        link_rate=parse_link_rate(args.link_rate, args.size) if args.link_rate else None,
         pattern_options=options,
     )
 

@@ -40,5 +40,7 @@ class RunSettings:
     out: Path | None = None
     seed: int = 0
     kill: tuple[str, float] | None = None
+    #: packets per second of every link (cards' queues, the injector's pacing); None: as fast as the CPU
+    link_rate: float | None = None
     check_capacity: bool = True
     pattern_options: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,187 @@
+"""``twinnet sweep``: accepted traffic and latency against offered load, one or more networks in one plot.
+
+    sudo twinnet sweep torus --dims 4x4 --routing dor --traffic uniform --link-rate 200 --out out/s1
+    sudo twinnet sweep ndt --dims 2x4x2 --config cbest --routing dort --link-rate 200 \\
+        --compare "torus --dims 8x4 --routing dor" --loads 0.1,0.2,0.3,0.4,0.5 --out out/s2
+
+The first configuration comes from the topology options, each ``--compare`` adds
+one more (its own topology and routing options, the same workload). Writes
+``sweep.json``, ``sweep.csv`` and, unless ``--no-pictures``, ``latency.png``
+(latency against accepted traffic) and ``throughput.png`` (accepted against
+offered, each configuration's throughput bound dashed) in ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from topologies.build import add_topology_arguments, topology_from_args
+
+
+def _configuration_options(parser: argparse.ArgumentParser) -> None:
+    from controller.routing import ALGORITHMS
+
+    add_topology_arguments(parser)
+    parser.add_argument("--routing", choices=sorted(ALGORITHMS), type=str.lower, help="routing algorithm")
+    parser.add_argument("--label", help="name of this configuration in the report (default: its options)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from controller.analysis.traffic import PATTERNS
+
+    _configuration_options(parser)
+    sweep = parser.add_argument_group("sweep")
+    sweep.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="'FAMILY OPTIONS'",
+        help='another configuration, e.g. "torus --dims 16x8 --routing dor" (repeatable)',
+    )
+    sweep.add_argument(
+        "--traffic",
+        default="uniform",
+        metavar="PATTERN",
+        help=f"destinations: uniform, zipf or a pattern ({', '.join(PATTERNS)}); default uniform",
+    )
+    sweep.add_argument("--zipf-exponent", type=float, default=1.0, help="Zipf destinations: exponent s")
+    sweep.add_argument(
+        "--link-rate",
+        required=True,
+        metavar="RATE",
+        help="every link's rate: packets/s (200, 200pps) or bits/s for --size frames (1Mbit)",
+    )
+    sweep.add_argument(
+        "--loads",
+        metavar="L1,L2,..",
+        help="offered loads per PE as fractions of the link rate (default: 0.2 to 1.5 x the bound)",
+    )
+    sweep.add_argument("--duration", type=float, default=3.0, metavar="S", help="injection per point (3)")
+    sweep.add_argument("--warmup", type=float, default=0.5, metavar="S", help="not measured, per point (0.5)")
+    sweep.add_argument("--process", choices=("bernoulli", "poisson"), default="bernoulli")
+    sweep.add_argument(
+        "--message-sizes",
+        default="2:0.7,8:0.3",
+        metavar="SIZE:P,..",
+        help="message sizes in packets and their probabilities (default the thesis's 2:0.7,8:0.3)",
+    )
+    sweep.add_argument("--size", type=int, default=64, metavar="BYTES", help="frame size (64)")
+    sweep.add_argument(
+        "--cpu-capacity",
+        type=float,
+        metavar="VISITS",
+        help="card visits per second one core forwards (default: emulation.headroom's measured figure)",
+    )
+    sweep.add_argument("--target", choices=("auto", "bmv2", "embedded"), default="auto")
+    sweep.add_argument("--out", type=Path, metavar="DIR", help="output folder (default /tmp/twinnet/sweep)")
+    sweep.add_argument("--seed", type=int, default=0)
+    sweep.add_argument("--hotspot", type=int, metavar="PE")
+    sweep.add_argument("--fraction", type=float)
+    sweep.add_argument("--shift", type=int)
+    sweep.add_argument("--no-pictures", action="store_true")
+    sweep.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def _loads(text: str | None) -> tuple[float, ...] | None:
+    from emulation.run_settings import RunInputError
+
+    if not text:
+        return None
+    try:
+        loads = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise RunInputError(f"--loads takes numbers separated by commas, got {text!r}") from None
+    if any(not 0 < load for load in loads):
+        raise RunInputError(f"--loads must be positive fractions of the link rate, got {text!r}")
+    return loads
+
+
+def configurations_from_args(args: argparse.Namespace) -> list:
+    """The main configuration and every --compare one."""
+    from emulation.run_settings import RunInputError
+    from emulation.sweep import Configuration
+
+    options = {
+        name: getattr(args, name)
+        for name in ("hotspot", "fraction", "shift")
+        if getattr(args, name) is not None
+    }
+    options["seed"] = args.seed
+
+    def make(parsed: argparse.Namespace, words: str) -> Configuration:
+        label = parsed.label or words
+        return Configuration(label, topology_from_args(parsed), parsed.routing, args.traffic, dict(options))
+
+    configurations = [make(args, _describe(args))]
+    for text in args.compare:
+        parser = argparse.ArgumentParser(prog="--compare", exit_on_error=False, add_help=False)
+        _configuration_options(parser)
+        try:
+            parsed = parser.parse_args(shlex.split(text))
+        except (argparse.ArgumentError, SystemExit, ValueError) as error:
+            raise RunInputError(f"--compare {text!r}: {error}") from None
+        configurations.append(make(parsed, text))
+    return configurations
+
+
+def _describe(args: argparse.Namespace) -> str:
+    words = [args.family]
+    for name in ("k", "n", "dims", "r", "config"):
+        value = getattr(args, name, None)
+        if value not in (None, False):
+            words.append(f"--{name} {value}")
+    if getattr(args, "twin", False):
+        words.append("--twin")
+    if args.routing:
+        words.append(f"--routing {args.routing}")
+    return " ".join(words)
+
+
+def settings_from_args(args: argparse.Namespace):
+    from emulation.link_rate import parse_link_rate
+    from emulation.sweep import SweepSettings
+    from emulation.workload import MessageSizes
+
+    return SweepSettings(
+        link_rate_pps=parse_link_rate(args.link_rate, args.size),
+        duration_s=args.duration,
+        warmup_s=args.warmup,
+        loads=_loads(args.loads),
+        process=args.process,
+        sizes=MessageSizes.parse(args.message_sizes),
+        zipf_exponent=args.zipf_exponent,
+        size=args.size,
+        target=args.target,
+        seed=args.seed,
+        cpu_capacity=args.cpu_capacity,
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    from emulation.network import stderr_progress
+    from emulation.run_cli import _run_errors
+    from emulation.sweep import plan_sweep, run_sweep
+    from emulation.sweep_report import write_sweep
+
+    settings = settings_from_args(args)
+    plans = plan_sweep(configurations_from_args(args), settings)
+    say = (lambda message: None) if args.quiet else stderr_progress
+    out = args.out or Path("/tmp/twinnet/sweep")
+    try:  # files rewritten after each configuration: an interrupted sweep keeps what it finished
+        result = run_sweep(
+            plans, settings, say=say, checkpoint=lambda partial: write_sweep(partial, out, pictures=False)
+        )
+    except _run_errors() as error:
+        print(f"twinnet sweep: error: {error}", file=sys.stderr)
+        return 2
+    for path in write_sweep(result, out, pictures=not args.no_pictures):
+        print(f"wrote {path}")
+    for configuration in result["configurations"]:
+        print(
+            f"{configuration['label']}: saturation throughput {configuration['saturation_throughput']} "
+            f"(bound {configuration['throughput_bound']}) packets per PE per link time"
+        )
+    return 0
