@@ -17,7 +17,7 @@ from emulation.headroom import (
 )
 from emulation.link_rate import LinkRateError, parse_link_rate
 from emulation.measure import EQUAL, LOST, Arrival, ProbeResult
-from emulation.packets import Hop
+from emulation.packets import TraceHop
 from emulation.perf_metrics import point_metrics
 from emulation.run_settings import RunInputError
 from emulation.sweep import Configuration, SweepSettings, plan_sweep, saturation
@@ -99,7 +99,7 @@ def test_point_figures_in_link_units():
     schedule = Schedule(np.array([0, 0, 1, 1]), np.array([1, 1, 0, 0]), at)
     workload = Workload(spec, schedule, np.arange(4), at.copy(), np.ones(4, dtype=np.int64))
     start = 10_000_000
-    hop = Hop(1, 1, 2, vc=1, prio=1, qdepth=3, timestamp=0)
+    hop = TraceHop(1, 1, 2, vc=1, prio=1, qdepth=3, timestamp=0)
     results = [
         _result(1, 0, 1, start + 100_000, start + 102_000, [hop]),  # warm-up: not measured
         _result(2, 0, 1, start + 600_000, start + 604_000, [hop]),  # 4 ms = 4 packet times
