@@ -17,7 +17,8 @@ destination instead of one per pair.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -47,7 +48,105 @@ Refine = Callable[
 ]
 
 
-def build_tables(
+@dataclass(frozen=True)
+class TableSpec:
+    """An algorithm's decision rule with its conventions: builds its route tables whole or by destinations.
+
+    ``build()`` gives the tables the installer writes; ``blocks()`` gives the same
+    entries as consecutive tables of a few destinations each (their
+    concatenation is ``build()``), so that all-pairs analysis of large networks
+    never holds every entry at once.
+    """
+
+    algorithm: str
+    network: CardNetwork
+    decide: Decide
+    source_class: np.ndarray
+    num_classes: int = 1
+    queue_rule: str = "vc"
+    vc_names: dict[str, dict[int, str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    refine: Refine | None = None
+
+    def default_block(self) -> int:
+        """Destinations per block: about CELLS_PER_CHUNK (card, destination) cells."""
+        return max(1, CELLS_PER_CHUNK // max(1, self.network.num_cards))
+
+    def ranges(self, dsts_per_block: int | None = None) -> list[tuple[int, int]]:
+        """The [first, last) destination ranges of ``blocks(dsts_per_block)``."""
+        step = dsts_per_block or self.default_block()
+        num_pes = self.network.num_pes
+        return [(first, min(num_pes, first + step)) for first in range(0, num_pes, step)]
+
+    def blocks(self, dsts_per_block: int | None = None) -> Iterator[RoutingTables]:
+        """The tables of destinations [first, last) for each range of ``ranges(dsts_per_block)``."""
+        for first, last in self.ranges(dsts_per_block):
+            yield self.block(first, last)
+
+    def block(self, first: int, last: int) -> RoutingTables:
+        """The entries of the tables whose destination PE is in [first, last), sorted as the tables are."""
+        network, num_classes = self.network, self.num_classes
+        # source PEs in table order (class, card, host port): their first-hop entries come out sorted
+        sources = np.lexsort((network.pe_port, network.pe_card, self.source_class))
+        dsts = np.arange(first, last, dtype=np.int64)
+        decisions = [
+            _decisions(network, self.decide, dsts, cls, self.source_class) for cls in range(num_classes)
+        ]
+        first_hops = _first_hop_entries(network, dsts, sources, self.source_class, decisions)
+        later = [_later_entries(network, dsts, cls, decision) for cls, decision in enumerate(decisions)]
+        later_hops = [np.concatenate(column) for column in zip(*later, strict=True)]
+        columns = _merge(network, num_classes, first_hops, later_hops)
+        if self.refine is not None:
+            columns[5], columns[6] = self.refine(*columns[:3], *columns[4:])
+        return self.tables(columns)
+
+    def build(self) -> RoutingTables:
+        """The whole tables: every destination's entries."""
+        parts = [_columns(block) for block in self.blocks()]
+        return self.tables(
+            [
+                np.concatenate([part[i] for part in parts]) if parts else np.zeros(0, dtype)
+                for i, dtype in enumerate(DTYPES)
+            ]
+        )
+
+    def tables(self, columns: list[np.ndarray]) -> RoutingTables:
+        """RoutingTables of entry columns (card, ingress, dst, class, egress, VC, use), same conventions."""
+        card, in_port, dst, cls, egress, vc, use = (
+            np.asarray(column, dtype=dtype) for column, dtype in zip(columns, DTYPES, strict=True)
+        )
+        return RoutingTables(
+            algorithm=self.algorithm,
+            topology=self.network.topology,
+            network=self.network,
+            card_id=card,
+            ingress_port=in_port,
+            dst_pe=dst,
+            routing_class=cls,
+            egress_port=egress,
+            vc=vc,
+            use=use,
+            source_class=self.source_class,
+            num_classes=self.num_classes,
+            queue_rule=self.queue_rule,
+            vc_names=self.vc_names,
+            notes=list(self.notes),
+        )
+
+
+def _columns(tables: RoutingTables) -> list[np.ndarray]:
+    return [
+        tables.card_id,
+        tables.ingress_port,
+        tables.dst_pe,
+        tables.routing_class,
+        tables.egress_port,
+        tables.vc,
+        tables.use,
+    ]
+
+
+def table_spec(
     algorithm: str,
     network: CardNetwork,
     decide: Decide,
@@ -58,48 +157,26 @@ def build_tables(
     vc_names: dict[str, dict[int, str]] | None = None,
     notes: list[str] | None = None,
     refine: Refine | None = None,
-) -> RoutingTables:
-    """Evaluate `decide` for every card and destination and keep, as tables, the entries on paths."""
-    num_cards, num_pes = network.num_cards, network.num_pes
+) -> TableSpec:
+    """The TableSpec of an algorithm's rule (source_class defaults to class 0 for every PE)."""
     if source_class is None:
-        source_class = np.zeros(num_pes, dtype=np.int8)
-    source_class = np.asarray(source_class, dtype=np.int8)
-    chunk = max(1, CELLS_PER_CHUNK // max(1, num_cards))
-    # source PEs in table order (class, card, host port): their first-hop entries come out sorted
-    sources = np.lexsort((network.pe_port, network.pe_card, source_class))
-    parts: list[list[np.ndarray]] = []
-    for first in range(0, num_pes, chunk):
-        dsts = np.arange(first, min(num_pes, first + chunk), dtype=np.int64)
-        decisions = [_decisions(network, decide, dsts, cls, source_class) for cls in range(num_classes)]
-        first_hops = _first_hop_entries(network, dsts, sources, source_class, decisions)
-        later = [_later_entries(network, dsts, cls, decision) for cls, decision in enumerate(decisions)]
-        later_hops = [np.concatenate(column) for column in zip(*later, strict=True)]
-        columns = _merge(network, num_classes, first_hops, later_hops)
-        if refine is not None:
-            columns[5], columns[6] = refine(*columns[:3], *columns[4:])
-        parts.append(columns)
-    columns = [
-        np.concatenate([part[i] for part in parts]) if parts else np.zeros(0, dtype)
-        for i, dtype in enumerate(DTYPES)
-    ]
-    card, in_port, dst, cls, egress, vc, use = columns
-    return RoutingTables(
-        algorithm=algorithm,
-        topology=network.topology,
-        network=network,
-        card_id=card,
-        ingress_port=in_port,
-        dst_pe=dst,
-        routing_class=cls,
-        egress_port=egress,
-        vc=vc,
-        use=use,
-        source_class=source_class,
-        num_classes=num_classes,
-        queue_rule=queue_rule,
-        vc_names=vc_names or {},
-        notes=list(notes or []),
+        source_class = np.zeros(network.num_pes, dtype=np.int8)
+    return TableSpec(
+        algorithm,
+        network,
+        decide,
+        np.asarray(source_class, dtype=np.int8),
+        num_classes,
+        queue_rule,
+        vc_names or {},
+        list(notes or []),
+        refine,
     )
+
+
+def build_tables(algorithm: str, network: CardNetwork, decide: Decide, **conventions) -> RoutingTables:
+    """Evaluate `decide` for every card and destination and keep, as tables, the entries on paths."""
+    return table_spec(algorithm, network, decide, **conventions).build()
 
 
 class _Decisions(NamedTuple):
