@@ -46,14 +46,19 @@ CELLS_PER_BLOCK = 1 << 19
 class AllPairs:
     """The paths of all ordered pairs of distinct PEs through `tables`, validated on construction.
 
-    Raises MissingEntryError, BlackHoleError, MisdeliveryError or RoutingLoopError
-    (with one affected source/destination pair in the message) when the tables do
-    not deliver every pair.
+    With ``first``/``last``, `tables` hold the entries of destinations [first,
+    last) only (a block of ``TableSpec.blocks()``), and the paths are those of
+    every source to these destinations. Raises MissingEntryError,
+    BlackHoleError, MisdeliveryError or RoutingLoopError (with one affected
+    source/destination pair in the message) when the tables do not deliver
+    every pair.
     """
 
-    def __init__(self, tables: RoutingTables) -> None:
+    def __init__(self, tables: RoutingTables, first: int = 0, last: int | None = None) -> None:
         self.tables = tables
         net = tables.network
+        self.first = first
+        self.last = net.num_pes if last is None else last
         self.width = net.max_port + 1
         card = tables.card_id.astype(np.int64)
         egress = tables.egress_port.astype(np.int64)
@@ -164,6 +169,7 @@ class AllPairs:
 
     def _check_starts(self) -> None:
         t, n = self.tables, self.tables.network.num_pes
+        first, span = self.first, self.last - self.first
         wrong_class = np.flatnonzero(t.routing_class[self.start] != t.source_class[self.src])
         if wrong_class.size:
             e = int(self.start[wrong_class[0]])
@@ -172,12 +178,13 @@ class AllPairs:
                 f"{int(t.dst_pe[e])} has class {int(t.routing_class[e])}, but that PE's packets "
                 f"get class {t.class_of_source(int(self.src[wrong_class[0]]))}"
             )
-        if self.start.size != n * (n - 1):
-            present = np.zeros(n * n, dtype=bool)
-            present[self.src * n + self.dst] = True
-            present[np.arange(n) * (n + 1)] = True
+        if self.start.size != span * (n - 1):
+            present = np.zeros(n * span, dtype=bool)
+            present[self.src * span + self.dst - first] = True
+            present[np.arange(first, first + span) * span + np.arange(span)] = True
             pair = int(np.flatnonzero(~present)[0])
-            src, dst = divmod(pair, n)
+            src, dst = divmod(pair, span)
+            dst += first
             walk(t, src, dst)  # raises MissingEntryError with the place
             raise MissingEntryError(f"no path from PE {src} to PE {dst}")
 
@@ -224,6 +231,10 @@ class AllPairs:
             entries.append(e)
             e = int(self.succ[e])
         return entries
+
+    def block_weights(self, matrix: np.ndarray) -> np.ndarray:
+        """Path weights from a PEs x destinations matrix of pair weights (``Traffic.pair_weights``)."""
+        return matrix[self.src, self.dst - self.first]
 
     def weights_of(self, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """Path weights from flow arrays (src, dst, weight); flows with src == dst are ignored."""
