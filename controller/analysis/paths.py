@@ -25,6 +25,7 @@ one per ordered pair (src, dst) of distinct PEs.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 
@@ -143,29 +144,29 @@ class AllPairs:
         """External and internal links from each entry to delivery, by pointer doubling; refuses loops.
 
         First hops (entries on a host port) are leaves: no entry leads to them. The
-        doubling runs over the other entries only; first hops then add their own hop.
+        doubling runs over the other entries only, with one extra sink entry that
+        every finished pointer rests on; first hops then add their own hop.
         """
-        packed = self.own_external.astype(np.int64) * (1 << 20) + self.own_internal
+        packed = self.own_external * np.int32(1 << 16) + self.own_internal
         inner = np.flatnonzero(~self.first_hop)
-        position = np.full(len(packed), -1, dtype=np.int64)
-        position[inner] = np.arange(inner.size)
+        sink = inner.size
+        position = np.full(len(packed), sink, dtype=np.int32)
+        position[inner] = np.arange(sink, dtype=np.int32)
         after = self.succ[inner]
-        pointer = np.where(after >= 0, position[np.maximum(after, 0)], -1)
-        value = packed[inner]
-        rounds = math.ceil(math.log2(max(2, inner.size))) + 1
+        pointer = np.append(np.where(after >= 0, position[np.maximum(after, 0)], sink), sink).astype(np.int32)
+        value = np.append(packed[inner], 0).astype(np.int32)
+        rounds = math.ceil(math.log2(max(2, sink))) + 1
         for _ in range(rounds):
-            live = np.flatnonzero(pointer >= 0)
-            if not live.size:
+            if (pointer == sink).all():
                 break
-            target = pointer[live]
-            value[live] += value[target]
-            pointer[live] = pointer[target]
-        if (pointer >= 0).any():
-            self._fail(RoutingLoopError, int(inner[np.flatnonzero(pointer >= 0)[0]]), "packets loop")
-        packed[inner] = value
+            value += value[pointer]
+            pointer = pointer[pointer]
+        if (pointer != sink).any():
+            self._fail(RoutingLoopError, int(inner[np.flatnonzero(pointer != sink)[0]]), "packets loop")
+        packed[inner] = value[:sink]
         first = self.start[self.succ[self.start] >= 0]
         packed[first] += packed[self.succ[first]]
-        return (packed >> 20).astype(np.int32), (packed & ((1 << 20) - 1)).astype(np.int32)
+        return packed >> 16, packed & ((1 << 16) - 1)
 
     def _check_starts(self) -> None:
         t, n = self.tables, self.tables.network.num_pes
@@ -213,16 +214,25 @@ class AllPairs:
         load[self.start] = 1.0 if weights is None else weights
         moving = self.start[self.succ[self.start] >= 0]
         load += np.bincount(self.succ[moving], weights=load[moving], minlength=load.size)
+        for level, after in self._levels:
+            np.add.at(load, after, load[level])
+        return load
+
+    @cached_property
+    def _levels(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Entries that lead on, deepest first, in groups of equal remaining links: (entries, successors)."""
         inner = np.flatnonzero(~self.first_hop)
         depth = (self.rest_external + self.rest_internal)[inner]
-        rank = np.argsort(-depth, kind="stable")
+        top = int(depth.max(initial=0))
+        rank = np.argsort((top - depth).astype(np.uint16), kind="stable")  # radix sort, deepest first
         order = inner[rank]
         bounds = np.flatnonzero(np.diff(depth[rank])) + 1
+        levels = []
         for level in np.split(order, bounds):
             level = level[self.succ[level] >= 0]
             if level.size:
-                np.add.at(load, self.succ[level], load[level])
-        return load
+                levels.append((level, self.succ[level]))
+        return levels
 
     def path_entries(self, path: int) -> list[int]:
         """Entry indices of path number `path` (0 .. num_paths-1), in hop order."""

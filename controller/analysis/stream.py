@@ -7,6 +7,7 @@ memory holds one block's entries and paths, never all N(N-1) paths.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
@@ -67,9 +68,54 @@ def gather_parallel(
     workers: int,
     on_block: Callable[[AllPairs | None], None] | None = None,
 ) -> Totals:
-    """``gather`` over the spec's blocks shared by `workers` processes (fork), totals added in block order.
+    """``gather`` over the spec's blocks shared by `workers` forked processes, their Totals then added.
 
-    Loads are summed per worker and then added, so they may differ from one process's running sum in
-    the last bits (within 1e-12 relative).
+    Worker w takes blocks w, w + workers, ...; loads are summed per worker and
+    then added, so they may differ from one process's running sum in the last
+    bits (within 1e-12 relative). ``on_block`` is called (with None) as blocks finish.
     """
-    raise NotImplementedError
+    ranges = spec.ranges()
+    workers = max(1, min(workers, len(ranges)))
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    processes = [
+        context.Process(target=_worker, args=(spec, traffic, ranges[w::workers], w, queue), daemon=True)
+        for w in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    results: dict[int, Totals] = {}
+    try:
+        while len(results) < workers:
+            kind, worker, payload = queue.get()
+            if kind == "block":
+                if on_block is not None:
+                    on_block(None)
+            elif kind == "error":
+                raise payload
+            else:
+                payload.network = spec.network
+                results[worker] = payload
+    finally:
+        for process in processes:
+            if process.is_alive() and len(results) < workers:
+                process.terminate()
+            process.join()
+    totals = results[0]
+    for w in range(1, workers):
+        totals.merge(results[w])
+    return totals
+
+
+def _worker(
+    spec: TableSpec, traffic: Traffic | None, ranges: list[tuple[int, int]], worker: int, queue
+) -> None:
+    """One worker's share: its blocks gathered, a message per block, then its Totals (or the error)."""
+    try:
+        blocks = ((first, last, spec.block(first, last)) for first, last in ranges)
+        totals = gather(
+            spec.tables([[]] * 7), blocks, traffic, on_block=lambda pairs: queue.put(("block", worker, None))
+        )
+        queue.put(("totals", worker, totals))
+    except BaseException as error:  # noqa: BLE001 - sent to the parent, which raises it
+        queue.put(("error", worker, error))

@@ -103,6 +103,38 @@ class Totals:
         wider[:, : self.queue_stride] = self.channel_load.reshape(-1, self.queue_stride)
         self.channel_load, self.queue_stride = wider.ravel(), stride
 
+    def merge(self, other: Totals) -> None:
+        """Add the figures another Totals gathered over other blocks (another worker's)."""
+        self.entries += other.entries
+        self.entries_per_card += other.entries_per_card
+        self.vc_use += other.vc_use
+        self.max_queue = max(self.max_queue, other.max_queue)
+        self.paths += other.paths
+        self.external_sum += other.external_sum
+        self.internal_sum += other.internal_sum
+        self.links_sum += other.links_sum
+        self.external_max = max(self.external_max, other.external_max)
+        self.internal_max = max(self.internal_max, other.internal_max)
+        self.links_max = max(self.links_max, other.links_max)
+        self.paths_with_internal += other.paths_with_internal
+        self.dependencies.merge(other.dependencies)
+        if self.crossings_per_card is not None and other.crossings_per_card is not None:
+            self.crossings_per_card += other.crossings_per_card
+        if self.link_load is not None and other.link_load is not None:
+            self.link_load += other.link_load
+        if self.channel_load is not None and other.channel_load is not None:
+            if other.queue_stride > self.queue_stride:
+                self._widen(other.queue_stride)
+            theirs = np.zeros((other.channel_load.size // other.queue_stride, self.queue_stride))
+            theirs[:, : other.queue_stride] = other.channel_load.reshape(-1, other.queue_stride)
+            self.channel_load += theirs.ravel()
+
+    def __getstate__(self) -> dict:
+        """Pickled without the network (workers send their Totals back; the receiver has the network)."""
+        state = dict(self.__dict__)
+        state["network"] = None
+        return state
+
     # -- results --------------------------------------------------------------------
 
     @property

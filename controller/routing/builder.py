@@ -33,6 +33,9 @@ DTYPES = (np.int32, np.int16, np.int32, np.int8, np.int16, np.int8, np.int8)
 #: target number of (card, destination) cells evaluated at once
 CELLS_PER_CHUNK = 2_000_000
 
+#: largest dense array (cells of destination x class x card x port) a block is sorted with
+DENSE_MERGE_CELLS = 32_000_000
+
 
 class Decide(Protocol):
     """Next hop of packets on `cards` for destination PEs `dsts` (same shape) in one routing class."""
@@ -95,7 +98,7 @@ class TableSpec:
         first_hops = _first_hop_entries(network, dsts, sources, self.source_class, decisions)
         later = [_later_entries(network, dsts, cls, decision) for cls, decision in enumerate(decisions)]
         later_hops = [np.concatenate(column) for column in zip(*later, strict=True)]
-        columns = _merge(network, num_classes, first_hops, later_hops)
+        columns = _merge(network, num_classes, first_hops, later_hops, first)
         if self.refine is not None:
             columns[5], columns[6] = self.refine(*columns[:3], *columns[4:])
         return self.tables(columns)
@@ -265,22 +268,40 @@ def _later_entries(
 
 
 def _merge(
-    network: CardNetwork, num_classes: int, first: list[np.ndarray], later: list[np.ndarray]
+    network: CardNetwork, num_classes: int, first: list[np.ndarray], later: list[np.ndarray], dst0: int = 0
 ) -> list[np.ndarray]:
-    """Both entry lists as one, sorted by (destination, class, card, ingress port): later entries are
-    sorted (they are few) and inserted into the already sorted first-hop entries."""
+    """Both entry lists as one, sorted by (destination, class, card, ingress port).
+
+    Each entry's key (destinations counted from `dst0`) is a cell of a dense array
+    over all (destination, class, card, port) of the block; reading the marked
+    cells in order sorts without comparisons. Blocks too large for that sort the
+    later entries and insert them into the already sorted first-hop entries.
+    """
     width = network.max_port + 1
+    span = int(first[2].max(initial=dst0) if first[2].size else dst0) - dst0 + 1
+    if later[2].size:
+        span = max(span, int(later[2].max()) - dst0 + 1)
 
     def key(columns: list[np.ndarray]) -> np.ndarray:
         card, port, dst, cls = (c.astype(np.int64) for c in columns[:4])
-        return ((dst * num_classes + cls) * network.num_cards + card) * width + port
+        return (((dst - dst0) * num_classes + cls) * network.num_cards + card) * width + port
 
     first_key, later_key = key(first), key(later)
+    total = first_key.size + later_key.size
+    cells = span * num_classes * network.num_cards * width
+    if cells <= DENSE_MERGE_CELLS:
+        slot = np.full(cells, -1, dtype=np.int64 if total >= 1 << 31 else np.int32)
+        slot[first_key] = np.arange(first_key.size)
+        slot[later_key] = np.arange(first_key.size, total)
+        take = slot[np.flatnonzero(slot >= 0)]
+        return [
+            np.concatenate([a.astype(dtype, copy=False), b.astype(dtype, copy=False)])[take]
+            for a, b, dtype in zip(first, later, DTYPES, strict=True)
+        ]
     order = np.argsort(later_key)
     later_key = later_key[order]
     later_at = np.searchsorted(first_key, later_key) + np.arange(later_key.size)
     first_at = np.searchsorted(later_key, first_key) + np.arange(first_key.size)
-    total = first_key.size + later_key.size
     merged = []
     for a, b, dtype in zip(first, later, DTYPES, strict=True):
         out = np.empty(total, dtype=dtype)

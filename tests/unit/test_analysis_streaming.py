@@ -77,3 +77,18 @@ def test_streamed_paths_file_equals_the_reference(case) -> None:
     new = io.StringIO()
     gather(spec.tables([[]] * 7), spec_blocks(spec, 3), on_block=lambda pairs: write_paths(pairs, new))
     assert new.getvalue() == old.getvalue()
+
+
+@pytest.mark.parametrize("case", [NETWORKS[2], NETWORKS[6], NETWORKS[8]], ids=lambda n: n[0])
+def test_workers_share_the_blocks_and_agree_to_1e_12(case) -> None:
+    from controller.analysis.stream import gather_parallel
+
+    _, build, algorithm, patterns = case
+    topology = build()
+    spec = routing_spec(topology, algorithm)
+    traffic = make_traffic(patterns[-1], topology)
+    old = reference_analyze(spec.build(), traffic)
+    seen: list[None] = []
+    totals = gather_parallel(spec, traffic, 2, on_block=seen.append)
+    _same(build_report(spec.tables([[]] * 7), totals, traffic), old)
+    assert len(seen) == len(spec.ranges())
