@@ -101,20 +101,19 @@ class Dependencies:
         t = pairs.tables
         if not len(t):
             return
-        queue = t.queues().astype(np.int64)
+        queue = t.queues()
         self._grow(int(queue.max()) + 1)
         s = self.stride
-        link = t.card_id.astype(np.int64) * self.width + t.egress_port
+        dtype = np.int32 if self.edge_flags.size < 1 << 31 else np.int64
+        channel = pairs.link.astype(dtype) * s + queue
         card_link = pairs.kind != HOST
-        self.channel_flags[link[card_link] * s + queue[card_link]] = True
+        self.channel_flags[channel[card_link]] = True
         used = np.flatnonzero((pairs.succ >= 0) & card_link)
         after = pairs.succ[used]
-        keep = pairs.kind[after] != HOST
+        keep = card_link[after]
         used, after = used[keep], after[keep]
-        self.edge_flags[
-            ((link[used] * s + queue[used]) * self.width + t.egress_port[after].astype(np.int64)) * s
-            + queue[after]
-        ] = True
+        tail = t.egress_port[after].astype(dtype) * s + queue[after]
+        self.edge_flags[channel[used] * (self.width * s) + tail] = True
 
     def merge(self, other: Dependencies) -> None:
         """Add the flags another accumulator gathered (another worker's blocks)."""

@@ -41,7 +41,7 @@ from controller.routing.table import RoutingTables
 from controller.routing.walker import walk
 
 #: dense look-up cells per block when linking entries to their successors
-CELLS_PER_BLOCK = 1 << 19
+CELLS_PER_BLOCK = 1 << 24
 
 
 class AllPairs:
@@ -61,17 +61,18 @@ class AllPairs:
         self.first = first
         self.last = net.num_pes if last is None else last
         self.width = net.max_port + 1
-        card = tables.card_id.astype(np.int64)
-        egress = tables.egress_port.astype(np.int64)
-        self.kind = net.port_kind[card, egress]
-        self._check_exits(card, egress)
-        self.succ = self._successors(card, egress)
+        card = tables.card_id.astype(np.int32)
+        self.link = card * np.int32(self.width) + tables.egress_port  # the directed link each hop sends on
+        self.kind = net.port_kind.ravel()[self.link]
+        self._check_exits()
+        self.succ = self._successors()
         self.own_external = (self.kind == EXTERNAL).astype(np.int32)
         self.own_internal = (self.kind == INTERNAL).astype(np.int32)
-        self.first_hop = net.port_kind[card, tables.ingress_port] == HOST
+        arrival = card * np.int32(self.width) + tables.ingress_port
+        self.first_hop = net.port_kind.ravel()[arrival] == HOST
         self.start = np.flatnonzero(self.first_hop)
         self.rest_external, self.rest_internal = self._remaining()
-        self.src = net.host_at[card[self.start], tables.ingress_port[self.start]].astype(np.int64)
+        self.src = net.host_at.ravel()[arrival[self.start]].astype(np.int64)
         self.dst = tables.dst_pe[self.start].astype(np.int64)
         self._check_starts()
 
@@ -96,31 +97,31 @@ class AllPairs:
                 continue
         raise error(f"{what} at {where}")
 
-    def _check_exits(self, card: np.ndarray, egress: np.ndarray) -> None:
+    def _check_exits(self) -> None:
         net, t = self.tables.network, self.tables
         hole = np.flatnonzero(self.kind == 0)
         if hole.size:
-            self._fail(BlackHoleError, int(hole[0]), f"egress port {int(egress[hole[0]])} has no link")
+            self._fail(BlackHoleError, int(hole[0]), f"egress port {int(t.egress_port[hole[0]])} has no link")
         to_host = np.flatnonzero(self.kind == HOST)
-        wrong = to_host[net.host_at[card[to_host], egress[to_host]] != t.dst_pe[to_host]]
+        wrong = to_host[net.host_at.ravel()[self.link[to_host]] != t.dst_pe[to_host]]
         if wrong.size:
-            host = int(net.host_at[card[wrong[0]], egress[wrong[0]]])
+            host = int(net.host_at.ravel()[self.link[wrong[0]]])
             self._fail(MisdeliveryError, int(wrong[0]), f"delivers to PE {host}")
 
-    def _successors(self, card: np.ndarray, egress: np.ndarray) -> np.ndarray:
+    def _successors(self) -> np.ndarray:
         """Index of the entry each hop leads to (-1 after delivery), by dense blocks of (dst, class)."""
         t, net = self.tables, self.tables.network
         states = net.num_cards * self.width
         group = t.dst_pe.astype(np.int64) * t.num_classes + t.routing_class
-        state = card * self.width + t.ingress_port
+        state = t.card_id.astype(np.int64) * self.width + t.ingress_port
         moving = self.kind != HOST
-        next_state = np.where(
-            moving, net.peer_card[card, egress].astype(np.int64) * self.width + net.peer_port[card, egress], 0
-        )
+        peer_card, peer_port = net.peer_card.ravel()[self.link], net.peer_port.ravel()[self.link]
+        next_state = np.where(moving, peer_card.astype(np.int64) * self.width + peer_port, 0)
         succ = np.full(len(t), -1, dtype=np.int64)
         groups_per_block = max(1, CELLS_PER_BLOCK // states)
-        num_groups = net.num_pes * t.num_classes
-        for first in range(0, num_groups, groups_per_block):
+        if not len(t):
+            return succ
+        for first in range(int(group[0]), int(group[-1]) + 1, groups_per_block):
             a, b = np.searchsorted(group, [first, first + groups_per_block])
             if a == b:
                 continue
@@ -132,7 +133,7 @@ class AllPairs:
             missing = np.flatnonzero(moving[a:b] & (found < 0))
             if missing.size:
                 e = a + int(missing[0])
-                nc, np_ = int(net.peer_card[card[e], egress[e]]), int(net.peer_port[card[e], egress[e]])
+                nc, np_ = int(peer_card[e]), int(peer_port[e])
                 self._fail(
                     MissingEntryError,
                     e,

@@ -73,7 +73,7 @@ class Totals:
             )
         if weights is not None and self.link_load is not None and self.channel_load is not None:
             load = pairs.loads(weights)
-            link = t.card_id.astype(np.int64) * self.width + t.egress_port
+            link = pairs.link.astype(np.int64)
             self.link_load = _running_sum(self.link_load, link, load)
             if queues.size and queues.max() >= self.queue_stride:
                 self._widen(int(queues.max()) + 1)
