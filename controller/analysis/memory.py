@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from controller.analysis.traffic import AllPairsTraffic, Traffic
-from controller.routing.builder import TableSpec
+from controller.routing.builder import ANALYSIS_CELLS, TableSpec
 
 #: peak bytes per table entry of a block while it is built and analysed (measured, with margin)
 BYTES_PER_ENTRY = 160
@@ -29,7 +29,7 @@ class MemoryEstimateError(ValueError):
 def estimate(spec: TableSpec, traffic: Traffic | None = None, workers: int = 1) -> int:
     """Bytes the analysis of `spec`'s tables (with `traffic`, on `workers` processes) needs at its peak."""
     net = spec.network
-    per_block = spec.default_block()
+    per_block = spec.default_block(ANALYSIS_CELLS)
     entries = per_block * (net.num_pes + net.num_cards * (net.max_port + 1) // 2 * spec.num_classes)
     links = net.num_cards * (net.max_port + 1)
     totals = links * QUEUES * QUEUES * (net.max_port + 1) + links * 8 * (2 + QUEUES)

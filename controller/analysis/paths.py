@@ -118,10 +118,11 @@ class AllPairs:
         peer_card, peer_port = net.peer_card.ravel()[self.link], net.peer_port.ravel()[self.link]
         next_state = np.where(moving, peer_card.astype(np.int64) * self.width + peer_port, 0)
         succ = np.full(len(t), -1, dtype=np.int64)
-        groups_per_block = max(1, CELLS_PER_BLOCK // states)
         if not len(t):
             return succ
-        for first in range(int(group[0]), int(group[-1]) + 1, groups_per_block):
+        low, high = int(group[0]), int(group[-1]) + 1
+        groups_per_block = max(1, min(CELLS_PER_BLOCK // states, high - low))
+        for first in range(low, high, groups_per_block):
             a, b = np.searchsorted(group, [first, first + groups_per_block])
             if a == b:
                 continue

@@ -15,7 +15,7 @@ import numpy as np
 from controller.analysis.paths import AllPairs
 from controller.analysis.totals import Totals
 from controller.analysis.traffic import Traffic
-from controller.routing.builder import CELLS_PER_CHUNK, TableSpec
+from controller.routing.builder import ANALYSIS_CELLS, TableSpec
 from controller.routing.table import RoutingTables
 
 #: a block: destinations [first, last) and their entries
@@ -25,7 +25,7 @@ Block = tuple[int, int, RoutingTables]
 def table_blocks(tables: RoutingTables, dsts_per_block: int | None = None) -> Iterator[Block]:
     """Whole tables cut into blocks of consecutive destinations (entries are sorted by destination)."""
     net = tables.network
-    step = dsts_per_block or max(1, CELLS_PER_CHUNK // max(1, net.num_cards))
+    step = dsts_per_block or max(1, ANALYSIS_CELLS // max(1, net.num_cards))
     for first in range(0, net.num_pes, step):
         last = min(net.num_pes, first + step)
         a, b = np.searchsorted(tables.dst_pe, [first, last])

@@ -22,13 +22,9 @@ CROSSING_USES = (USE_CODE["ascend"], USE_CODE["turn"], USE_CODE["descend"])
 
 
 def _running_sum(total: np.ndarray, index: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``total`` plus ``weights`` added at ``index`` one after the other (np.bincount's order)."""
-    size = total.size
-    return np.bincount(
-        np.concatenate([np.arange(size, dtype=np.int64), index]),
-        weights=np.concatenate([total, weights]),
-        minlength=size,
-    )
+    """``total`` with ``weights`` added at ``index`` one after the other, in place (np.bincount's order)."""
+    np.add.at(total, index, weights)
+    return total
 
 
 class Totals:

@@ -33,6 +33,10 @@ DTYPES = (np.int32, np.int16, np.int32, np.int8, np.int16, np.int8, np.int8)
 #: target number of (card, destination) cells evaluated at once
 CELLS_PER_CHUNK = 2_000_000
 
+#: (card, destination) cells per block when the tables are built block by block for analysis: small
+#: blocks keep memory low and each block's arrays in cache
+ANALYSIS_CELLS = 500_000
+
 #: largest dense array (cells of destination x class x card x port) a block is sorted with
 DENSE_MERGE_CELLS = 32_000_000
 
@@ -71,13 +75,13 @@ class TableSpec:
     notes: list[str] = field(default_factory=list)
     refine: Refine | None = None
 
-    def default_block(self) -> int:
-        """Destinations per block: about CELLS_PER_CHUNK (card, destination) cells."""
-        return max(1, CELLS_PER_CHUNK // max(1, self.network.num_cards))
+    def default_block(self, cells: int = CELLS_PER_CHUNK) -> int:
+        """Destinations per block: about `cells` (card, destination) cells."""
+        return max(1, cells // max(1, self.network.num_cards))
 
     def ranges(self, dsts_per_block: int | None = None) -> list[tuple[int, int]]:
         """The [first, last) destination ranges of ``blocks(dsts_per_block)``."""
-        step = dsts_per_block or self.default_block()
+        step = dsts_per_block or self.default_block(ANALYSIS_CELLS)
         num_pes = self.network.num_pes
         return [(first, min(num_pes, first + step)) for first in range(0, num_pes, step)]
 
@@ -105,7 +109,7 @@ class TableSpec:
 
     def build(self) -> RoutingTables:
         """The whole tables: every destination's entries."""
-        parts = [_columns(block) for block in self.blocks()]
+        parts = [_columns(block) for block in self.blocks(self.default_block())]
         return self.tables(
             [
                 np.concatenate([part[i] for part in parts]) if parts else np.zeros(0, dtype)
@@ -200,7 +204,10 @@ def _decisions(
     num_cards, width = network.num_cards, dsts.size
     card_grid = np.repeat(np.arange(num_cards, dtype=np.int64), width)
     dst_grid = np.tile(dsts, num_cards)
-    egress, vc, use = (np.asarray(a).reshape(num_cards, width) for a in decide(card_grid, dst_grid, cls))
+    egress, vc, use = (
+        np.asarray(a).astype(dtype, copy=False).reshape(num_cards, width)
+        for a, dtype in zip(decide(card_grid, dst_grid, cls), DTYPES[4:], strict=True)
+    )
     flat_egress = egress.ravel()
     next_card = network.peer_card[card_grid, flat_egress].reshape(num_cards, width)
     next_port = network.peer_port[card_grid, flat_egress].reshape(num_cards, width)
@@ -236,12 +243,12 @@ def _first_hop_entries(
     decisions: list[_Decisions],
 ) -> list[np.ndarray]:
     """Entries on the source PEs' host ports, sorted by (destination, class, card, port)."""
-    column = np.repeat(np.arange(dsts.size), sources.size)
-    src = np.tile(sources, dsts.size)
+    column = np.repeat(np.arange(dsts.size, dtype=np.int32), sources.size)
+    src = np.tile(sources.astype(np.int32), dsts.size)
     keep = src != dsts[column]
     column, src = column[keep], src[keep]
     card, port, cls = network.pe_card[src], network.pe_port[src], source_class[src]
-    egress, vc, use = (np.empty(src.size, dtype=np.int64) for _ in range(3))
+    egress, vc, use = (np.empty(src.size, dtype=dtype) for dtype in DTYPES[4:])
     for c, decision in enumerate(decisions):
         mine = cls == c if len(decisions) > 1 else slice(None)
         at = (card[mine], column[mine])
@@ -260,7 +267,7 @@ def _later_entries(
         card,
         decision.next_port[rows, cols],
         dsts[column],
-        np.full(card.size, cls),
+        np.full(card.size, cls, dtype=np.int8),
         decision.egress[at],
         decision.vc[at],
         decision.use[at],
