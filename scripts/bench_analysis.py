@@ -5,6 +5,7 @@ Run from the project root:
     .venv/bin/python scripts/bench_analysis.py                    # all sizes, 1 and 2 workers
     .venv/bin/python scripts/bench_analysis.py --max-pes 4096     # the smaller ones only
     .venv/bin/python scripts/bench_analysis.py --workers 2 --reference
+    .venv/bin/python scripts/bench_analysis.py --pes 32768 --workers 2
 
 Every case runs as its own process (``python -m emulation.cli analyze ...``);
 the table gives its wall time, CPU seconds (user + system, workers included),
@@ -75,6 +76,7 @@ def measure(command: list[str]) -> tuple[float, float, float, dict | None]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-pes", type=int, default=None, help="skip cases with more PEs")
+    parser.add_argument("--pes", type=int, nargs="+", help="run only the cases with these PE counts")
     parser.add_argument(
         "--workers", type=int, nargs="+", default=[1, 2], help="worker counts to run (default 1 2)"
     )
@@ -87,7 +89,7 @@ def main() -> int:
     )
     last: dict[str, tuple[float, float]] = {}
     for label, pes, topology in CASES:
-        if args.max_pes and pes > args.max_pes:
+        if (args.max_pes and pes > args.max_pes) or (args.pes and pes not in args.pes):
             continue
         runs = [(f"{w} worker" + ("s" if w > 1 else ""), w) for w in args.workers]
         if args.reference and pes <= 4096:
