@@ -48,12 +48,13 @@ import json, sys
 sys.path[:0] = [{root!r}, {tests!r}]
 from analysis_reference import analyze
 from controller.analysis.traffic import make_traffic
-from controller.routing import compute_tables
+from controller.routing import algorithms_for, compute_tables
 from topologies.build import topology_from_args
 from emulation.cli import build_parser
 args = build_parser().parse_args(["analyze", *sys.argv[1:]])
 topology = topology_from_args(args)
-print(json.dumps(analyze(compute_tables(topology, args.routing), make_traffic("uniform", topology))))
+routing = args.routing or algorithms_for(topology.family)[0]
+print(json.dumps(analyze(compute_tables(topology, routing), make_traffic("uniform", topology))))
 """
 
 
