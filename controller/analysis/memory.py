@@ -30,7 +30,10 @@ def estimate(spec: TableSpec, traffic: Traffic | None = None, workers: int = 1) 
     """Bytes the analysis of `spec`'s tables (with `traffic`, on `workers` processes) needs at its peak."""
     net = spec.network
     per_block = spec.default_block(ANALYSIS_CELLS)
-    entries = per_block * (net.num_pes + net.num_cards * (net.max_port + 1) // 2 * spec.num_classes)
+    # per destination: a first hop per source PE, and per class one entry behind each card it reaches
+    entries = per_block * (net.num_pes + net.num_cards * spec.num_classes)
+    # dense (destination, class, card, port) cells: the sorted merge and the successor look-up
+    cells = per_block * spec.num_classes * net.num_cards * (net.max_port + 1) * 8
     links = net.num_cards * (net.max_port + 1)
     totals = links * QUEUES * QUEUES * (net.max_port + 1) + links * 8 * (2 + QUEUES)
     flows = 0
@@ -38,7 +41,7 @@ def estimate(spec: TableSpec, traffic: Traffic | None = None, workers: int = 1) 
         flows = traffic.num_flows * 32
     weights = net.num_pes * per_block * 8 if traffic is not None else 0
     topology = (net.num_cards + net.num_pes) * 4096
-    return BASE_BYTES + topology + flows + workers * (entries * BYTES_PER_ENTRY + totals + weights)
+    return BASE_BYTES + topology + flows + workers * (entries * BYTES_PER_ENTRY + cells + totals + weights)
 
 
 def available() -> int:
