@@ -126,11 +126,12 @@ def run_analysis(
     from controller.analysis.memory import check_memory
     from controller.analysis.progress import Progress
     from controller.analysis.report import build_report, write_paths
-    from controller.analysis.stream import gather, gather_parallel, spec_blocks
+    from controller.analysis.stream import blocks_of, gather, gather_parallel, spec_blocks
 
+    if paths_out:
+        workers = 1  # the paths file lists the paths in table order: one process writes it
     check_memory(spec, traffic, workers)
-    ranges = spec.ranges()
-    progress = Progress(len(ranges))
+    progress = Progress(blocks_of(spec, workers))
     out = open(paths_out, "w", encoding="utf-8") if paths_out else None  # noqa: SIM115
     done = 0
 
@@ -142,7 +143,7 @@ def run_analysis(
         progress.update(done)
 
     try:
-        if workers > 1 and out is None:
+        if workers > 1:
             totals = gather_parallel(spec, traffic, workers, on_block=on_block)
         else:
             totals = gather(spec.tables([[]] * 7), spec_blocks(spec), traffic, on_block=on_block)

@@ -74,7 +74,7 @@ def gather_parallel(
     then added, so they may differ from one process's running sum in the last
     bits (within 1e-12 relative). ``on_block`` is called (with None) as blocks finish.
     """
-    ranges = spec.ranges()
+    ranges = spec.ranges(_per_block(spec, workers))
     workers = max(1, min(workers, len(ranges)))
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
@@ -105,6 +105,18 @@ def gather_parallel(
     for w in range(1, workers):
         totals.merge(results[w])
     return totals
+
+
+def _per_block(spec: TableSpec, workers: int) -> int | None:
+    """Destinations per block: the default, or fewer so that each of several workers gets four blocks."""
+    if workers <= 1:
+        return None
+    return max(1, min(spec.default_block(ANALYSIS_CELLS), -(-spec.network.num_pes // (4 * workers))))
+
+
+def blocks_of(spec: TableSpec, workers: int = 1) -> int:
+    """Number of blocks an analysis on `workers` processes goes through (for its progress bar)."""
+    return len(spec.ranges(_per_block(spec, workers)))
 
 
 def _worker(
