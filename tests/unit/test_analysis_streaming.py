@@ -80,7 +80,9 @@ def test_streamed_paths_file_equals_the_reference(case) -> None:
 
 @pytest.mark.parametrize("case", [NETWORKS[2], NETWORKS[6], NETWORKS[8]], ids=lambda n: n[0])
 def test_workers_share_the_blocks_and_agree_to_1e_12(case) -> None:
-    from controller.analysis.stream import gather_parallel
+    from analysis_reference import _link_load_array
+
+    from controller.analysis.stream import blocks_of, gather_parallel
 
     _, build, algorithm, patterns = case
     topology = build()
@@ -89,5 +91,15 @@ def test_workers_share_the_blocks_and_agree_to_1e_12(case) -> None:
     old = reference_analyze(spec.build(), traffic)
     seen: list[None] = []
     totals = gather_parallel(spec, traffic, 2, on_block=seen.append)
-    _same(build_report(spec.tables([[]] * 7), totals, traffic), old)
-    assert len(seen) == len(spec.ranges())
+    new = build_report(spec.tables([[]] * 7), totals, traffic)
+    # loads summed per worker differ in the last bits: links of equal load may come in another order
+    ties = ("busiest_links", "bottleneck")
+    _same({k: v for k, v in new.items() if k not in ties}, {k: v for k, v in old.items() if k not in ties})
+    _same([load for _, load in new["busiest_links"]], [load for _, load in old["busiest_links"]])
+    reference_pairs = ReferencePairs(spec.build())
+    expected = _link_load_array(
+        reference_pairs,
+        reference_pairs.loads(reference_pairs.weights_of(traffic.src, traffic.dst, traffic.weight)),
+    )
+    assert totals.link_load == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert len(seen) == blocks_of(spec, 2) >= 4
