@@ -103,3 +103,16 @@ def test_workers_share_the_blocks_and_agree_to_1e_12(case) -> None:
     )
     assert totals.link_load == pytest.approx(expected, rel=1e-12, abs=1e-12)
     assert len(seen) == blocks_of(spec, 2) >= 4
+
+
+def test_an_error_in_a_worker_is_raised_by_the_parent(monkeypatch) -> None:
+    import controller.analysis.stream as stream
+    from controller.routing.errors import RoutingLoopError
+
+    def broken(*args, **kwargs):
+        raise RoutingLoopError("packets loop at card c3")
+
+    monkeypatch.setattr(stream, "AllPairs", broken)  # the forked workers inherit it
+    spec = routing_spec(torus((4, 4)), "dor")
+    with pytest.raises(RoutingLoopError, match="packets loop at card c3"):
+        stream.gather_parallel(spec, None, 2)
