@@ -4,9 +4,15 @@
     twinnet analyze fattree --k 4 --n 3 --twin --routing destro --traffic bit-reversal
     twinnet analyze ndt --dims 4x4x4 --routing dort --pair 1 40
 
+    twinnet analyze ndt --dims 16x16x16 --routing dort --traffic uniform --workers 2
+
 Takes the same topology arguments as ``twinnet topo``. The JSON fields, their
 units and scopes are listed under "units" in the output (see
-controller/analysis/report.py).
+controller/analysis/report.py). The tables are built and analysed one block of
+destinations at a time (controller/analysis/stream.py), so memory stays
+bounded; a network whose analysis would not fit in the available memory is
+refused before anything is allocated, and runs over a second show a progress
+bar on a terminal.
 """
 
 from __future__ import annotations
