@@ -116,3 +116,22 @@ def test_an_error_in_a_worker_is_raised_by_the_parent(monkeypatch) -> None:
     spec = routing_spec(torus((4, 4)), "dor")
     with pytest.raises(RoutingLoopError, match="packets loop at card c3"):
         stream.gather_parallel(spec, None, 2)
+
+
+@pytest.mark.parametrize("case", [NETWORKS[1], NETWORKS[4], NETWORKS[9]], ids=lambda n: n[0])
+def test_blocks_of_the_spec_are_the_installed_tables(case) -> None:
+    import numpy as np
+
+    from controller.routing import compute_tables
+
+    _, build, algorithm, _ = case
+    topology = build()
+    whole = compute_tables(topology, algorithm)
+    blocks = list(spec_blocks(routing_spec(topology, algorithm), 2))
+    assert [(first, last) for first, last, _ in blocks][-1][1] == len(topology.hosts)
+    for column in ("card_id", "ingress_port", "dst_pe", "routing_class", "egress_port", "vc", "use"):
+        joined = np.concatenate([getattr(block, column) for _, _, block in blocks])
+        assert joined.dtype == getattr(whole, column).dtype
+        assert np.array_equal(joined, getattr(whole, column)), column
+    for first, last, block in blocks:
+        assert np.all((block.dst_pe >= first) & (block.dst_pe < last))
