@@ -1,4 +1,4 @@
-"""Collective operations among all PEs (seed 002's evaluation), step by step on a running network.
+"""Collective operations among all PEs (the Andujar thesis's evaluation), step by step on a running network.
 
 A collective is a list of steps; a step is a list of messages (source, destination,
 packets) that may all go at once, and a step starts when the previous one has

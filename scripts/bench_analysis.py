@@ -1,64 +1,120 @@
-"""Time the analysis layer: route tables, all-pairs paths and the deadlock check, small and large networks.
+"""Time and peak memory of `twinnet analyze` (uniform traffic, --json) from 1,024 to 32,768 PEs.
 
-Run from the project root:  .venv/bin/python scripts/bench_analysis.py [--only small|large]
+Run from the project root:
 
-Prints one line per case: PEs, table entries, seconds to build the tables, to
-link and count all paths, and to check the channel dependency graph, and the
-average path length as a sanity figure. Wall-clock figures depend on the
-machine and its load; compare sizes within one run.
+    .venv/bin/python scripts/bench_analysis.py                    # all sizes, 1 and 2 workers
+    .venv/bin/python scripts/bench_analysis.py --max-pes 4096     # the smaller ones only
+    .venv/bin/python scripts/bench_analysis.py --workers 2 --reference
+    .venv/bin/python scripts/bench_analysis.py --pes 32768 --workers 2
+
+Every case runs as its own process (``python -m emulation.cli analyze ...``);
+the table gives its wall time, CPU seconds (user + system, workers included),
+peak resident memory (the largest of the process and its workers, as
+``/usr/bin/time -v`` reports it), and how time and memory grow from the row
+above. ``--reference`` also runs, in the same way and on the cases of at most
+4,096 PEs, the analysis as it was before it streamed blocks (every path at
+once, kept in tests/unit/analysis_reference.py), as the figure to compare
+with. The twin fat tree of at least 8,192 hosts is the 22-ary 3-tree (10,648
+hosts): the 32-ary 3-tree has 32,768. Wall-clock figures depend on the load
+of the machine (printed at the end); CPU seconds less so.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
 
-from controller.analysis.deadlock import check_deadlock  # noqa: E402
-from controller.analysis.paths import AllPairs  # noqa: E402
-from controller.routing import compute_tables  # noqa: E402
-from topologies.fattree import twin_fattree  # noqa: E402
-from topologies.torus import ndt_torus  # noqa: E402
-
+#: (label, PEs, `twinnet analyze` topology and routing arguments)
 CASES = [
-    ("small", "3DT 4x4x4 DORT", lambda: ndt_torus((4, 4, 4)), "dort"),
-    ("small", "3DT 4x4x4 TS-DOR", lambda: ndt_torus((4, 4, 4)), "ts-dor"),
-    ("small", "5DT 4x4x2x2x2 TS-DOR", lambda: ndt_torus((4, 4, 2, 2, 2)), "ts-dor"),
-    ("small", "twin 8-ary 3-tree DESTRO", lambda: twin_fattree(8, 3), "destro"),
-    ("large", "3DT 8x8x8 DORT", lambda: ndt_torus((8, 8, 8)), "dort"),
-    ("large", "3DT 8x8x8 TS-DOR", lambda: ndt_torus((8, 8, 8)), "ts-dor"),
-    ("large", "5DT 4x4x4x4x4 DORT", lambda: ndt_torus((4, 4, 4, 4, 4)), "dort"),
-    ("large", "5DT 4x4x4x4x4 TS-DOR", lambda: ndt_torus((4, 4, 4, 4, 4)), "ts-dor"),
-    ("large", "twin 16-ary 3-tree DESTRO", lambda: twin_fattree(16, 3), "destro"),
+    ("3DT 8x8x8 DORT", 1024, ["ndt", "--dims", "8x8x8", "--routing", "dort"]),
+    ("twin 16-ary 3-tree DESTRO", 4096, ["fattree", "--k", "16", "--n", "3", "--twin"]),
+    ("3DT 16x16x8 DORT", 4096, ["ndt", "--dims", "16x16x8", "--routing", "dort"]),
+    ("3DT 16x16x16 DORT", 8192, ["ndt", "--dims", "16x16x16", "--routing", "dort"]),
+    ("twin 22-ary 3-tree DESTRO", 10648, ["fattree", "--k", "22", "--n", "3", "--twin"]),
+    ("3DT 32x32x16 DORT", 32768, ["ndt", "--dims", "32x32x16", "--routing", "dort"]),
 ]
+
+#: the old analysis (all paths at once) run on one case, printing the report as JSON
+REFERENCE = """
+import json, sys
+sys.path[:0] = [{root!r}, {tests!r}]
+from analysis_reference import analyze
+from controller.analysis.traffic import make_traffic
+from controller.routing import algorithms_for, compute_tables
+from topologies.build import topology_from_args
+from emulation.cli import build_parser
+args = build_parser().parse_args(["analyze", *sys.argv[1:]])
+topology = topology_from_args(args)
+routing = args.routing or algorithms_for(topology.family)[0]
+print(json.dumps(analyze(compute_tables(topology, routing), make_traffic("uniform", topology))))
+"""
+
+
+def measure(command: list[str]) -> tuple[float, float, float, dict | None]:
+    """Run `command`; (wall s, CPU s, peak RSS MiB, its JSON output or None if it failed)."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE, cwd=ROOT)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        error = process.stderr.read().decode() if process.stderr else ""
+        out.seek(0)
+        report = json.loads(out.read()) if process.returncode == 0 else None
+    if report is None:
+        print(f"  failed ({process.returncode}): {error.strip()[-300:]}", file=sys.stderr)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, report
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("small", "large"), help="run only the small or the large cases")
+    parser.add_argument("--max-pes", type=int, default=None, help="skip cases with more PEs")
+    parser.add_argument("--pes", type=int, nargs="+", help="run only the cases with these PE counts")
+    parser.add_argument(
+        "--workers", type=int, nargs="+", default=[1, 2], help="worker counts to run (default 1 2)"
+    )
+    parser.add_argument("--reference", action="store_true", help="also time the old analysis (<= 4,096 PEs)")
     args = parser.parse_args()
-    print(f"{'case':<28} {'PEs':>5} {'entries':>10} {'topo s':>7} {'tables s':>8} {'paths s':>8} "
-          f"{'CDG s':>6} {'total s':>8} {'avg links':>9} deadlock-free")
-    for size, name, build, algorithm in CASES:
-        if args.only and size != args.only:
+    print(
+        f"{'case':<27} {'PEs':>6} {'how':>10} {'wall s':>7} {'CPU s':>7} {'RSS MiB':>8} "
+        f"{'x wall':>6} {'x RSS':>6} {'entries':>11} {'avg links':>9} deadlock-free",
+        flush=True,
+    )
+    last: dict[str, tuple[float, float]] = {}
+    for label, pes, topology in CASES:
+        if (args.max_pes and pes > args.max_pes) or (args.pes and pes not in args.pes):
             continue
-        start = time.perf_counter()
-        topology = build()
-        built = time.perf_counter()
-        tables = compute_tables(topology, algorithm)
-        tabled = time.perf_counter()
-        pairs = AllPairs(tables)
-        walked = time.perf_counter()
-        report = check_deadlock(pairs)
-        checked = time.perf_counter()
-        print(f"{name:<28} {len(topology.hosts):>5} {len(tables):>10} {built - start:>7.2f} "
-              f"{tabled - built:>8.2f} {walked - tabled:>8.2f} {checked - walked:>6.2f} "
-              f"{checked - built:>8.2f} {float(pairs.links().mean()):>9.4f} {report.deadlock_free}",
-              flush=True)
+        runs = [(f"{w} worker" + ("s" if w > 1 else ""), w) for w in args.workers]
+        if args.reference and pes <= 4096:
+            runs.append(("reference", 0))
+        for how, workers in runs:
+            if workers:
+                command = [sys.executable, "-m", "emulation.cli", "analyze", *topology]
+                command += ["--traffic", "uniform", "--json", "--workers", str(workers)]
+            else:
+                script = REFERENCE.format(root=str(ROOT), tests=str(ROOT / "tests" / "unit"))
+                command = [sys.executable, "-c", script, *topology]
+            wall, cpu, rss, report = measure(command)
+            grow_wall, grow_rss = (
+                (f"{wall / last[how][0]:6.1f}", f"{rss / last[how][1]:6.1f}") if how in last else ("", "")
+            )
+            last[how] = (wall, rss)
+            entries = report["routing"]["entries"] if report else "failed"
+            links = f"{report['hops']['avg']:9.4f}" if report else ""
+            free = report["deadlock_free"] if report else ""
+            print(
+                f"{label:<27} {pes:>6} {how:>10} {wall:>7.1f} {cpu:>7.1f} {rss:>8.0f} "
+                f"{grow_wall:>6} {grow_rss:>6} {entries:>11} {links:>9} {free}",
+                flush=True,
+            )
     print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     return 0
 

@@ -4,18 +4,38 @@
     twinnet analyze fattree --k 4 --n 3 --twin --routing destro --traffic bit-reversal
     twinnet analyze ndt --dims 4x4x4 --routing dort --pair 1 40
 
+    twinnet analyze ndt --dims 16x16x16 --routing dort --traffic uniform --workers 2
+
 Takes the same topology arguments as ``twinnet topo``. The JSON fields, their
 units and scopes are listed under "units" in the output (see
-controller/analysis/report.py).
+controller/analysis/report.py). The tables are built and analysed one block of
+destinations at a time (controller/analysis/stream.py), so memory stays
+bounded; a network whose analysis would not fit in the available memory is
+refused before anything is allocated, and runs over a second show a progress
+bar on a terminal.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from typing import TYPE_CHECKING
 
 from topologies.build import add_topology_arguments, topology_from_args
+
+if TYPE_CHECKING:
+    from controller.analysis.paths import AllPairs
+    from controller.analysis.traffic import Traffic
+    from controller.routing.builder import TableSpec
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,31 +66,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--json", action="store_true", help="print the report as JSON")
     group.add_argument("--paths-out", metavar="FILE", help="write every path as a JSON line to FILE")
     group.add_argument("--pair", nargs=2, type=int, metavar=("SRC", "DST"), help="print one path hop by hop")
+    group.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="processes sharing the blocks of destinations (default 1; more: loads may differ in the "
+        "last bits, within 1e-12)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
-    from controller.analysis.paths import AllPairs
-    from controller.analysis.report import analyze, write_paths
     from controller.analysis.traffic import make_traffic
-    from controller.routing import algorithms_for, compute_tables, walk
+    from controller.routing import algorithms_for, routing_spec
 
     topology = topology_from_args(args)
     routing = args.routing or (algorithms_for(topology.family) or ["destro"])[0]
-    tables = compute_tables(topology, routing)
+    spec = routing_spec(topology, routing)
     if args.pair:
-        path = walk(tables, *args.pair)
-        net = tables.network
-        print(
-            f"PE {path.src} -> PE {path.dst}, routing class {path.routing_class}, "
-            f"{path.external_hops} external + {path.internal_hops} internal links"
-        )
-        for hop in path.hops:
-            print(
-                f"  {net.card_names[hop.card_id]:>6} in {hop.ingress_port} "
-                f"({net.port_name(hop.card_id, hop.ingress_port)})"
-                f" -> out {hop.egress_port} ({net.port_name(hop.card_id, hop.egress_port)}) vc {hop.vc} "
-                f"queue {hop.queue} {hop.link_kind} {hop.use}"
-            )
+        print_pair(spec, *args.pair)
         return 0
     traffic = None
     if args.traffic:
@@ -82,16 +95,74 @@ def main(args: argparse.Namespace) -> int:
             fraction=args.fraction,
             shift=args.shift,
         )
-    report = analyze(tables, traffic)
-    if args.paths_out:
-        with open(args.paths_out, "w", encoding="utf-8") as out:
-            write_paths(AllPairs(tables), out)
+    report = run_analysis(spec, traffic, args.paths_out, workers=args.workers)
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()
     else:
         print(summary(report))
     return 0
+
+
+def print_pair(spec: TableSpec, src: int, dst: int) -> None:
+    """Print one path hop by hop, from the tables of its destination alone."""
+    from controller.routing import walk
+
+    net = spec.network
+    tables = spec.block(dst, dst + 1) if 0 <= dst < net.num_pes else spec.tables([[]] * 7)
+    path = walk(tables, src, dst)
+    print(
+        f"PE {path.src} -> PE {path.dst}, routing class {path.routing_class}, "
+        f"{path.external_hops} external + {path.internal_hops} internal links"
+    )
+    for hop in path.hops:
+        print(
+            f"  {net.card_names[hop.card_id]:>6} in {hop.ingress_port} "
+            f"({net.port_name(hop.card_id, hop.ingress_port)})"
+            f" -> out {hop.egress_port} ({net.port_name(hop.card_id, hop.egress_port)}) vc {hop.vc} "
+            f"queue {hop.queue} {hop.link_kind} {hop.use}"
+        )
+
+
+def run_analysis(
+    spec: TableSpec, traffic: Traffic | None, paths_out: str | None = None, workers: int = 1
+) -> dict:
+    """The report of `spec`'s tables, built block by block (paths streamed to `paths_out`), with a
+    progress bar on a terminal; refuses first, in one line, a network whose analysis would not fit."""
+    from controller.analysis.memory import check_memory
+    from controller.analysis.progress import Progress
+    from controller.analysis.report import build_report, write_paths
+    from controller.analysis.stream import blocks_of, gather, gather_parallel, spec_blocks
+
+    if paths_out:
+        workers = 1  # the paths file lists the paths in table order: one process writes it
+    check_memory(spec, traffic, workers)
+    progress = Progress(blocks_of(spec, workers))
+    out = open(paths_out, "w", encoding="utf-8") if paths_out else None  # noqa: SIM115
+    done = 0
+
+    def on_block(pairs: AllPairs | None) -> None:
+        nonlocal done
+        if out is not None and pairs is not None:
+            write_paths(pairs, out)
+        done += 1
+        progress.update(done)
+
+    try:
+        if workers > 1:
+            totals = gather_parallel(spec, traffic, workers, on_block=on_block)
+        else:
+            totals = gather(spec.tables([[]] * 7), spec_blocks(spec), traffic, on_block=on_block)
+    except BaseException:
+        if out is not None:
+            out.close()
+            os.remove(paths_out)  # type: ignore[arg-type]
+        raise
+    finally:
+        progress.close()
+    if out is not None:
+        out.close()
+    return build_report(spec.tables([[]] * 7), totals, traffic)
 
 
 def summary(report: dict) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 from controller.analysis.paths import AllPairs
 from controller.routing.arrays import distinct
-from controller.routing.network import HOST
+from controller.routing.network import HOST, CardNetwork
 
 
 @dataclass(frozen=True)
@@ -62,24 +62,107 @@ def channel_ids(pairs: AllPairs) -> np.ndarray:
     return (t.card_id.astype(np.int64) * pairs.width + t.egress_port) * queues + t.queues()
 
 
+class Dependencies:
+    """The CDG's channels and edges gathered block by block of destinations, as flags over dense ids.
+
+    A dependency a -> b is stored as (link of a, queue of a, egress port of b,
+    queue of b): b's card is the far end of a's link, so the flags cover
+    links x Q x ports x Q cells with Q a power of two above every queue seen
+    (grown when a block needs more). Their order is the order of (a, b) ids.
+    """
+
+    def __init__(self, num_cards: int, width: int) -> None:
+        self.num_cards, self.width = num_cards, width
+        self.stride = 1
+        self.links = num_cards * width
+        self.edge_flags = np.zeros(self.links * width, dtype=bool)
+        self.channel_flags = np.zeros(self.links, dtype=bool)
+
+    def _grow(self, queue_bound: int) -> None:
+        """Re-encode the flags for queues below `queue_bound`."""
+        stride = self.stride
+        while stride < queue_bound:
+            stride *= 2
+        if stride == self.stride:
+            return
+        old, s = self.stride, stride
+        link_a, q_a, port_b, q_b = np.unravel_index(
+            np.flatnonzero(self.edge_flags), (self.links, old, self.width, old)
+        )
+        self.edge_flags = np.zeros(self.links * s * self.width * s, dtype=bool)
+        self.edge_flags[((link_a * s + q_a) * self.width + port_b) * s + q_b] = True
+        link, queue = np.divmod(np.flatnonzero(self.channel_flags), old)
+        self.channel_flags = np.zeros(self.links * s, dtype=bool)
+        self.channel_flags[link * s + queue] = True
+        self.stride = stride
+
+    def add(self, pairs: AllPairs) -> None:
+        """Mark the channels and dependencies of the paths in `pairs` (one block of destinations)."""
+        t = pairs.tables
+        if not len(t):
+            return
+        queue = t.queues()
+        self._grow(int(queue.max()) + 1)
+        s = self.stride
+        dtype = np.int32 if self.edge_flags.size < 1 << 31 else np.int64
+        channel = pairs.link.astype(dtype) * s + queue
+        card_link = pairs.kind != HOST
+        self.channel_flags[channel[card_link]] = True
+        used = np.flatnonzero((pairs.succ >= 0) & card_link)
+        after = pairs.succ[used]
+        keep = card_link[after]
+        used, after = used[keep], after[keep]
+        tail = t.egress_port[after].astype(dtype) * s + queue[after]
+        self.edge_flags[channel[used] * (self.width * s) + tail] = True
+
+    def merge(self, other: Dependencies) -> None:
+        """Add the flags another accumulator gathered (another worker's blocks)."""
+        self._grow(other.stride)
+        link_a, q_a, port_b, q_b = np.unravel_index(
+            np.flatnonzero(other.edge_flags), (other.links, other.stride, other.width, other.stride)
+        )
+        s = self.stride
+        self.edge_flags[((link_a * s + q_a) * self.width + port_b) * s + q_b] = True
+        link, queue = np.divmod(np.flatnonzero(other.channel_flags), other.stride)
+        self.channel_flags[link * s + queue] = True
+
+    def channels(self) -> int:
+        """Distinct channels (card-to-card link, queue) the paths send on."""
+        return int(np.count_nonzero(self.channel_flags))
+
+    def edges(self, peer_card: np.ndarray, queues: int) -> np.ndarray:
+        """Distinct edges as sorted rows of (from channel id, to channel id), ids with `queues` per port."""
+        s, q = self.stride, max(1, queues)
+        link_a, q_a, port_b, q_b = np.unravel_index(
+            np.flatnonzero(self.edge_flags), (self.links, s, self.width, s)
+        )
+        card_a, port_a = np.divmod(link_a, self.width)
+        card_b = peer_card[card_a, port_a].astype(np.int64)
+        first = link_a * q + q_a
+        second = (card_b * self.width + port_b) * q + q_b
+        return np.stack([first, second], axis=1).astype(np.int64).reshape(-1, 2)
+
+
 def dependencies(pairs: AllPairs) -> np.ndarray:
     """Distinct CDG edges as an array of (from channel id, to channel id) rows."""
-    used = (pairs.succ >= 0) & (pairs.kind != HOST)
-    after = pairs.succ[used]
-    used_after = pairs.kind[after] != HOST
-    ids = channel_ids(pairs)
-    first, second = ids[np.flatnonzero(used)[used_after]], ids[after[used_after]]
-    span = int(ids.max(initial=0)) + 1
-    keys = distinct(first * span + second)
-    return np.stack([keys // span, keys % span], axis=1)
+    found = Dependencies(pairs.tables.network.num_cards, pairs.width)
+    found.add(pairs)
+    return found.edges(pairs.tables.network.peer_card, pairs.tables.queues_per_port())
 
 
 def check_deadlock(pairs: AllPairs) -> DeadlockReport:
     """Build the CDG of all paths and look for a cycle (Kahn's algorithm, one vectorised round per level)."""
-    edges = dependencies(pairs)
+    found = Dependencies(pairs.tables.network.num_cards, pairs.width)
+    found.add(pairs)
+    return cdg_report(found, pairs.tables.network, pairs.tables.queues_per_port())
+
+
+def cdg_report(found: Dependencies, net: CardNetwork, queues_per_port: int) -> DeadlockReport:
+    """Look for a cycle in the gathered CDG (Kahn's algorithm, one vectorised round per level)."""
+    edges = found.edges(net.peer_card, queues_per_port)
+    channels = found.channels()
     nodes = distinct(edges)
     compact = np.searchsorted(nodes, edges)
-    channels = int(np.count_nonzero(np.bincount(channel_ids(pairs)[pairs.kind != HOST])))
     order = np.argsort(compact[:, 0], kind="stable")
     sources, targets = compact[order, 0], compact[order, 1]
     starts = np.searchsorted(sources, np.arange(nodes.size + 1))
@@ -106,7 +189,7 @@ def check_deadlock(pairs: AllPairs) -> DeadlockReport:
         False,
         channels,
         int(edges.shape[0]),
-        tuple(describe_channel(pairs, c) for c in _find_cycle(remaining)),
+        tuple(describe_channel(net, found.width, queues_per_port, c) for c in _find_cycle(remaining)),
     )
 
 
@@ -126,12 +209,11 @@ def _find_cycle(edges: np.ndarray) -> list[int]:
     return cycle[::-1]  # followed backwards: reverse into dependency order
 
 
-def describe_channel(pairs: AllPairs, channel: int) -> Channel:
-    """The Channel a channel id stands for."""
-    t, net = pairs.tables, pairs.tables.network
-    queues = max(1, t.queues_per_port())
+def describe_channel(net: CardNetwork, width: int, queues_per_port: int, channel: int) -> Channel:
+    """The Channel a channel id (ports `width` apart, `queues_per_port` queues each) stands for."""
+    queues = max(1, queues_per_port)
     link, queue = divmod(int(channel), queues)
-    card, port = divmod(link, pairs.width)
+    card, port = divmod(link, width)
     return Channel(
         net.card_names[card],
         port,

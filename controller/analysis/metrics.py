@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from controller.analysis.paths import AllPairs
-from controller.routing.table import USE_CODE
+from controller.routing.table import USE_CODE, RoutingTables
 
 #: a torus port (dimension, sign)
 Port = tuple[int, int]
@@ -85,12 +85,18 @@ def ndt_paper_metric(
 def fattree_paper_metric(pairs: AllPairs, loads: np.ndarray | None = None) -> dict[str, Any]:
     """Villar 2011's per-switch internal-link crossings, per stage (min and max over the stage's twins)."""
     tables = pairs.tables
-    net, params = tables.network, tables.topology.params
-    k, n = int(params["k"]), int(params["n"])
     if loads is None:
         loads = pairs.loads()
     crossing = np.isin(tables.use, [USE_CODE["ascend"], USE_CODE["turn"], USE_CODE["descend"]])
-    per_card = np.bincount(tables.card_id[crossing], weights=loads[crossing], minlength=net.num_cards)
+    cards = tables.network.num_cards
+    per_card = np.bincount(tables.card_id[crossing], weights=loads[crossing], minlength=cards)
+    return fattree_stage_metric(tables, per_card)
+
+
+def fattree_stage_metric(tables: RoutingTables, per_card: np.ndarray) -> dict[str, Any]:
+    """Seed 000's metric from the paths crossing each card's internal links (``per_card``), per stage."""
+    net, params = tables.network, tables.topology.params
+    k, n = int(params["k"]), int(params["n"])
     per_twin: dict[str, float] = {}
     for card in range(net.num_cards):
         per_twin[net.twin_of_card[card]] = per_twin.get(net.twin_of_card[card], 0.0) + per_card[card]

@@ -25,6 +25,7 @@ one per ordered pair (src, dst) of distinct PEs.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 
@@ -40,32 +41,38 @@ from controller.routing.table import RoutingTables
 from controller.routing.walker import walk
 
 #: dense look-up cells per block when linking entries to their successors
-CELLS_PER_BLOCK = 1 << 19
+CELLS_PER_BLOCK = 1 << 24
 
 
 class AllPairs:
     """The paths of all ordered pairs of distinct PEs through `tables`, validated on construction.
 
-    Raises MissingEntryError, BlackHoleError, MisdeliveryError or RoutingLoopError
-    (with one affected source/destination pair in the message) when the tables do
-    not deliver every pair.
+    With ``first``/``last``, `tables` hold the entries of destinations [first,
+    last) only (a block of ``TableSpec.blocks()``), and the paths are those of
+    every source to these destinations. Raises MissingEntryError,
+    BlackHoleError, MisdeliveryError or RoutingLoopError (with one affected
+    source/destination pair in the message) when the tables do not deliver
+    every pair.
     """
 
-    def __init__(self, tables: RoutingTables) -> None:
+    def __init__(self, tables: RoutingTables, first: int = 0, last: int | None = None) -> None:
         self.tables = tables
         net = tables.network
+        self.first = first
+        self.last = net.num_pes if last is None else last
         self.width = net.max_port + 1
-        card = tables.card_id.astype(np.int64)
-        egress = tables.egress_port.astype(np.int64)
-        self.kind = net.port_kind[card, egress]
-        self._check_exits(card, egress)
-        self.succ = self._successors(card, egress)
+        card = tables.card_id.astype(np.int32)
+        self.link = card * np.int32(self.width) + tables.egress_port  # the directed link each hop sends on
+        self.kind = net.port_kind.ravel()[self.link]
+        self._check_exits()
+        self.succ = self._successors()
         self.own_external = (self.kind == EXTERNAL).astype(np.int32)
         self.own_internal = (self.kind == INTERNAL).astype(np.int32)
-        self.first_hop = net.port_kind[card, tables.ingress_port] == HOST
+        arrival = card * np.int32(self.width) + tables.ingress_port
+        self.first_hop = net.port_kind.ravel()[arrival] == HOST
         self.start = np.flatnonzero(self.first_hop)
         self.rest_external, self.rest_internal = self._remaining()
-        self.src = net.host_at[card[self.start], tables.ingress_port[self.start]].astype(np.int64)
+        self.src = net.host_at.ravel()[arrival[self.start]].astype(np.int64)
         self.dst = tables.dst_pe[self.start].astype(np.int64)
         self._check_starts()
 
@@ -90,31 +97,32 @@ class AllPairs:
                 continue
         raise error(f"{what} at {where}")
 
-    def _check_exits(self, card: np.ndarray, egress: np.ndarray) -> None:
+    def _check_exits(self) -> None:
         net, t = self.tables.network, self.tables
         hole = np.flatnonzero(self.kind == 0)
         if hole.size:
-            self._fail(BlackHoleError, int(hole[0]), f"egress port {int(egress[hole[0]])} has no link")
+            self._fail(BlackHoleError, int(hole[0]), f"egress port {int(t.egress_port[hole[0]])} has no link")
         to_host = np.flatnonzero(self.kind == HOST)
-        wrong = to_host[net.host_at[card[to_host], egress[to_host]] != t.dst_pe[to_host]]
+        wrong = to_host[net.host_at.ravel()[self.link[to_host]] != t.dst_pe[to_host]]
         if wrong.size:
-            host = int(net.host_at[card[wrong[0]], egress[wrong[0]]])
+            host = int(net.host_at.ravel()[self.link[wrong[0]]])
             self._fail(MisdeliveryError, int(wrong[0]), f"delivers to PE {host}")
 
-    def _successors(self, card: np.ndarray, egress: np.ndarray) -> np.ndarray:
+    def _successors(self) -> np.ndarray:
         """Index of the entry each hop leads to (-1 after delivery), by dense blocks of (dst, class)."""
         t, net = self.tables, self.tables.network
         states = net.num_cards * self.width
         group = t.dst_pe.astype(np.int64) * t.num_classes + t.routing_class
-        state = card * self.width + t.ingress_port
+        state = t.card_id.astype(np.int64) * self.width + t.ingress_port
         moving = self.kind != HOST
-        next_state = np.where(
-            moving, net.peer_card[card, egress].astype(np.int64) * self.width + net.peer_port[card, egress], 0
-        )
+        peer_card, peer_port = net.peer_card.ravel()[self.link], net.peer_port.ravel()[self.link]
+        next_state = np.where(moving, peer_card.astype(np.int64) * self.width + peer_port, 0)
         succ = np.full(len(t), -1, dtype=np.int64)
-        groups_per_block = max(1, CELLS_PER_BLOCK // states)
-        num_groups = net.num_pes * t.num_classes
-        for first in range(0, num_groups, groups_per_block):
+        if not len(t):
+            return succ
+        low, high = int(group[0]), int(group[-1]) + 1
+        groups_per_block = max(1, min(CELLS_PER_BLOCK // states, high - low))
+        for first in range(low, high, groups_per_block):
             a, b = np.searchsorted(group, [first, first + groups_per_block])
             if a == b:
                 continue
@@ -126,7 +134,7 @@ class AllPairs:
             missing = np.flatnonzero(moving[a:b] & (found < 0))
             if missing.size:
                 e = a + int(missing[0])
-                nc, np_ = int(net.peer_card[card[e], egress[e]]), int(net.peer_port[card[e], egress[e]])
+                nc, np_ = int(peer_card[e]), int(peer_port[e])
                 self._fail(
                     MissingEntryError,
                     e,
@@ -138,32 +146,33 @@ class AllPairs:
         """External and internal links from each entry to delivery, by pointer doubling; refuses loops.
 
         First hops (entries on a host port) are leaves: no entry leads to them. The
-        doubling runs over the other entries only; first hops then add their own hop.
+        doubling runs over the other entries only, with one extra sink entry that
+        every finished pointer rests on; first hops then add their own hop.
         """
-        packed = self.own_external.astype(np.int64) * (1 << 20) + self.own_internal
+        packed = self.own_external * np.int32(1 << 16) + self.own_internal
         inner = np.flatnonzero(~self.first_hop)
-        position = np.full(len(packed), -1, dtype=np.int64)
-        position[inner] = np.arange(inner.size)
+        sink = inner.size
+        position = np.full(len(packed), sink, dtype=np.int32)
+        position[inner] = np.arange(sink, dtype=np.int32)
         after = self.succ[inner]
-        pointer = np.where(after >= 0, position[np.maximum(after, 0)], -1)
-        value = packed[inner]
-        rounds = math.ceil(math.log2(max(2, inner.size))) + 1
+        pointer = np.append(np.where(after >= 0, position[np.maximum(after, 0)], sink), sink).astype(np.int32)
+        value = np.append(packed[inner], 0).astype(np.int32)
+        rounds = math.ceil(math.log2(max(2, sink))) + 1
         for _ in range(rounds):
-            live = np.flatnonzero(pointer >= 0)
-            if not live.size:
+            if (pointer == sink).all():
                 break
-            target = pointer[live]
-            value[live] += value[target]
-            pointer[live] = pointer[target]
-        if (pointer >= 0).any():
-            self._fail(RoutingLoopError, int(inner[np.flatnonzero(pointer >= 0)[0]]), "packets loop")
-        packed[inner] = value
+            value += value[pointer]
+            pointer = pointer[pointer]
+        if (pointer != sink).any():
+            self._fail(RoutingLoopError, int(inner[np.flatnonzero(pointer != sink)[0]]), "packets loop")
+        packed[inner] = value[:sink]
         first = self.start[self.succ[self.start] >= 0]
         packed[first] += packed[self.succ[first]]
-        return (packed >> 20).astype(np.int32), (packed & ((1 << 20) - 1)).astype(np.int32)
+        return packed >> 16, packed & ((1 << 16) - 1)
 
     def _check_starts(self) -> None:
         t, n = self.tables, self.tables.network.num_pes
+        first, span = self.first, self.last - self.first
         wrong_class = np.flatnonzero(t.routing_class[self.start] != t.source_class[self.src])
         if wrong_class.size:
             e = int(self.start[wrong_class[0]])
@@ -172,12 +181,13 @@ class AllPairs:
                 f"{int(t.dst_pe[e])} has class {int(t.routing_class[e])}, but that PE's packets "
                 f"get class {t.class_of_source(int(self.src[wrong_class[0]]))}"
             )
-        if self.start.size != n * (n - 1):
-            present = np.zeros(n * n, dtype=bool)
-            present[self.src * n + self.dst] = True
-            present[np.arange(n) * (n + 1)] = True
+        if self.start.size != span * (n - 1):
+            present = np.zeros(n * span, dtype=bool)
+            present[self.src * span + self.dst - first] = True
+            present[np.arange(first, first + span) * span + np.arange(span)] = True
             pair = int(np.flatnonzero(~present)[0])
-            src, dst = divmod(pair, n)
+            src, dst = divmod(pair, span)
+            dst += first
             walk(t, src, dst)  # raises MissingEntryError with the place
             raise MissingEntryError(f"no path from PE {src} to PE {dst}")
 
@@ -206,16 +216,25 @@ class AllPairs:
         load[self.start] = 1.0 if weights is None else weights
         moving = self.start[self.succ[self.start] >= 0]
         load += np.bincount(self.succ[moving], weights=load[moving], minlength=load.size)
+        for level, after in self._levels:
+            np.add.at(load, after, load[level])
+        return load
+
+    @cached_property
+    def _levels(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Entries that lead on, deepest first, in groups of equal remaining links: (entries, successors)."""
         inner = np.flatnonzero(~self.first_hop)
         depth = (self.rest_external + self.rest_internal)[inner]
-        rank = np.argsort(-depth, kind="stable")
+        top = int(depth.max(initial=0))
+        rank = np.argsort((top - depth).astype(np.uint16), kind="stable")  # radix sort, deepest first
         order = inner[rank]
         bounds = np.flatnonzero(np.diff(depth[rank])) + 1
+        levels = []
         for level in np.split(order, bounds):
             level = level[self.succ[level] >= 0]
             if level.size:
-                np.add.at(load, self.succ[level], load[level])
-        return load
+                levels.append((level, self.succ[level]))
+        return levels
 
     def path_entries(self, path: int) -> list[int]:
         """Entry indices of path number `path` (0 .. num_paths-1), in hop order."""
@@ -224,6 +243,10 @@ class AllPairs:
             entries.append(e)
             e = int(self.succ[e])
         return entries
+
+    def block_weights(self, matrix: np.ndarray) -> np.ndarray:
+        """Path weights from a PEs x destinations matrix of pair weights (``Traffic.pair_weights``)."""
+        return matrix[self.src, self.dst - self.first]
 
     def weights_of(self, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """Path weights from flow arrays (src, dst, weight); flows with src == dst are ignored."""

@@ -12,9 +12,10 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from controller.analysis.deadlock import check_deadlock
-from controller.analysis.metrics import fattree_paper_metric, ndt_paper_metric
+from controller.analysis.deadlock import cdg_report
+from controller.analysis.metrics import fattree_stage_metric, ndt_paper_metric
 from controller.analysis.paths import AllPairs
+from controller.analysis.totals import Totals
 from controller.analysis.traffic import Traffic
 from controller.routing.network import HOST
 from controller.routing.table import USES, RoutingTables
@@ -43,32 +44,30 @@ UNITS: dict[str, str] = {
 }
 
 
-def hop_statistics(pairs: AllPairs) -> dict[str, Any]:
+def hop_statistics(totals: Totals) -> dict[str, Any]:
     """avg/max of links per path, split into external and internal."""
-    external, internal = pairs.external(), pairs.internal()
-    links = external + internal
+    paths = totals.paths
 
-    def summary(values: np.ndarray) -> dict[str, float]:
-        return {"avg": float(values.mean()) if values.size else 0.0, "max": int(values.max(initial=0))}
+    def summary(total: int, most: int) -> dict[str, float]:
+        return {"avg": total / paths if paths else 0.0, "max": most}
 
     return {
-        **summary(links),
-        "external": summary(external),
-        "internal": summary(internal),
-        "paths_with_internal": float((internal > 0).mean()) if internal.size else 0.0,
-        "diameter": int(links.max(initial=0)),
+        **summary(totals.links_sum, totals.links_max),
+        "external": summary(totals.external_sum, totals.external_max),
+        "internal": summary(totals.internal_sum, totals.internal_max),
+        "paths_with_internal": totals.paths_with_internal / paths if paths else 0.0,
+        "diameter": totals.links_max,
     }
 
 
-def paper_metric(
-    tables: RoutingTables, pairs: AllPairs, unit_loads: np.ndarray | None = None
-) -> tuple[dict[str, Any] | None, str | None]:
+def paper_metric(tables: RoutingTables, totals: Totals) -> tuple[dict[str, Any] | None, str | None]:
     """(metric, None) where the papers define one for this topology, else (None, reason)."""
     family = tables.topology.family
     if family == "twin-fattree":
         if tables.algorithm != "destro":
             return None, "Villar 2011 counts internal-link crossings under DESTRO only"
-        return fattree_paper_metric(pairs, unit_loads), None
+        assert totals.crossings_per_card is not None
+        return fattree_stage_metric(tables, totals.crossings_per_card), None
     if family == "ndt":
         from controller.routing.torus_view import TorusView
 
@@ -106,19 +105,21 @@ def _link_load_array(pairs: AllPairs, load: np.ndarray) -> np.ndarray:
 
 def traffic_loads(pairs: AllPairs, traffic: Traffic) -> dict[str, Any]:
     """Loads of a pattern: maxima per link and channel, busiest links, bottleneck, throughput bound."""
-    tables, net = pairs.tables, pairs.tables.network
-    weights = pairs.weights_of(traffic.src, traffic.dst, traffic.weight)
-    load = pairs.loads(weights)
-    link_load = _link_load_array(pairs, load)
-    link = tables.card_id.astype(np.int64) * pairs.width + tables.egress_port
-    queues = max(1, tables.queues_per_port())
-    channel_load = np.bincount(
-        link * queues + tables.queues(), weights=load, minlength=net.num_cards * pairs.width * queues
-    )
+    totals = Totals(pairs.tables.network, pairs.tables.num_classes, traffic=True, unit_loads=False)
+    matrix = traffic.pair_weights(pairs.first, pairs.last, pairs.tables.network.num_pes)
+    totals.add(pairs, pairs.block_weights(matrix))
+    return loads_report(totals, traffic)
+
+
+def loads_report(totals: Totals, traffic: Traffic) -> dict[str, Any]:
+    """The --traffic fields of the report from the gathered link and channel loads."""
+    net, width = totals.network, totals.width
+    link_load = totals.link_load
+    assert link_load is not None
     injection = traffic.injection(net.num_pes)
 
     def name(index: int) -> str:
-        card, port = divmod(index, pairs.width)
+        card, port = divmod(index, width)
         kind = net.link_kind_name(card, port)
         return f"{net.card_names[card]}:{port} ({net.port_name(card, port)}, {kind})"
 
@@ -130,9 +131,9 @@ def traffic_loads(pairs: AllPairs, traffic: Traffic) -> dict[str, Any]:
         bottleneck = f"injection link of PE {int(np.argmax(injection))}"
     return {
         "traffic": traffic.name,
-        "flows": int(traffic.src.size),
+        "flows": traffic.num_flows,
         "max_link_load": worst,
-        "max_channel_load": float(channel_load.max(initial=0.0)),
+        "max_channel_load": totals.max_channel_load(),
         "max_card_link_load": float(link_load[net.port_kind.ravel() != HOST].max(initial=0.0)),
         "busiest_links": [[name(int(i)), float(link_load[i])] for i in busiest if link_load[i] > 0],
         "bottleneck": bottleneck,
@@ -142,11 +143,16 @@ def traffic_loads(pairs: AllPairs, traffic: Traffic) -> dict[str, Any]:
 
 def analyze(tables: RoutingTables, traffic: Traffic | None = None) -> dict[str, Any]:
     """The full report of `twinnet analyze` for tables (and optionally a traffic pattern)."""
-    pairs = AllPairs(tables)
-    deadlock = check_deadlock(pairs)
+    from controller.analysis.stream import gather, table_blocks
+
+    return build_report(tables, gather(tables, table_blocks(tables), traffic), traffic)
+
+
+def build_report(tables: RoutingTables, totals: Totals, traffic: Traffic | None = None) -> dict[str, Any]:
+    """The report from the figures gathered over all blocks; `tables` gives the conventions (may be empty)."""
+    deadlock = cdg_report(totals.dependencies, tables.network, totals.queues_per_port)
     topology = tables.topology
-    unit_loads = pairs.loads() if topology.family == "twin-fattree" else None
-    metric, reason = paper_metric(tables, pairs, unit_loads)
+    metric, reason = paper_metric(tables, totals)
     report: dict[str, Any] = {
         "topology": {
             "family": topology.family,
@@ -158,8 +164,8 @@ def analyze(tables: RoutingTables, traffic: Traffic | None = None) -> dict[str, 
         },
         "routing": {
             "algorithm": tables.algorithm,
-            "entries": len(tables),
-            "max_entries_per_card": max(tables.entry_counts().values(), default=0),
+            "entries": totals.entries,
+            "max_entries_per_card": int(totals.entries_per_card.max(initial=0)),
             "num_classes": tables.num_classes,
             "queue_rule": tables.queue_rule,
             "vc_names": {
@@ -167,23 +173,25 @@ def analyze(tables: RoutingTables, traffic: Traffic | None = None) -> dict[str, 
             },
             "notes": tables.notes,
         },
-        "paths": pairs.num_paths,
-        "hops": hop_statistics(pairs),
-        "internal_link_crossings": int(pairs.internal().sum()),
+        "paths": totals.paths,
+        "hops": hop_statistics(totals),
+        "internal_link_crossings": totals.internal_sum,
         "paper_metric": metric,
         "deadlock_free": deadlock.deadlock_free,
         "deadlock": deadlock.to_json(),
-        "vcs_per_link": tables.vcs_per_link(),
-        "queues_per_port": tables.queues_per_port(),
+        "vcs_per_link": totals.vcs_per_link(),
+        "queues_per_port": totals.queues_per_port,
         "units": dict(UNITS),
     }
     if reason is not None:
         report["paper_metric_reason"] = reason
     if topology.family in ("kary-ntree", "twin-fattree"):
-        switch_hops = pairs.external() + 1
-        report["switch_hops"] = {"avg": float(switch_hops.mean()), "max": int(switch_hops.max(initial=0))}
+        report["switch_hops"] = {
+            "avg": (totals.external_sum + totals.paths) / totals.paths if totals.paths else 0.0,
+            "max": totals.external_max + 1 if totals.paths else 0,
+        }
     if traffic is not None:
-        report.update(traffic_loads(pairs, traffic))
+        report.update(loads_report(totals, traffic))
     return report
 
 

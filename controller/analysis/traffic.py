@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -69,6 +70,92 @@ class Traffic:
         """Units each PE injects (1 for every PE with any flow)."""
         return np.bincount(self.src, weights=self.weight, minlength=num_pes)
 
+    @property
+    def num_flows(self) -> int:
+        """Number of flows (src, dst, weight)."""
+        return int(self.src.size)
+
+    @cached_property
+    def _by_destination(self) -> tuple[np.ndarray, np.ndarray]:
+        """Flow order sorted by destination (stable) and the sorted destinations."""
+        order = np.argsort(self.dst, kind="stable")
+        return order, self.dst[order]
+
+    def pair_weights(self, first: int, last: int, num_pes: int) -> np.ndarray:
+        """Weight of every (src, dst) pair with dst in [first, last), as a num_pes x (last - first) matrix.
+
+        Flows repeated for one pair add up (in flow order); flows from a PE to itself are left out.
+        """
+        order, dsts = self._by_destination
+        a, b = np.searchsorted(dsts, [first, last])
+        chosen = order[a:b]
+        src, dst = self.src[chosen], self.dst[chosen]
+        keep = src != dst
+        matrix = np.zeros((num_pes, last - first))
+        weight = np.asarray(self.weight, dtype=np.float64)[chosen]
+        np.add.at(matrix, (src[keep], dst[keep] - first), weight[keep])
+        return matrix
+
+
+class AllPairsTraffic(Traffic):
+    """A pattern with a flow for (nearly) every ordered pair, kept as a rule instead of N^2 arrays.
+
+    ``weight_of(src, dst)`` (vectorised, 0 for no flow) defines it; the flow
+    arrays are made only when asked for, so that the analysis of thousands of
+    PEs reads the weights one block of destinations at a time.
+    """
+
+    def __init__(self, name: str, num_pes: int, weight_of: Callable[[np.ndarray, np.ndarray], np.ndarray]):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "num_pes", num_pes)
+        object.__setattr__(self, "weight_of", weight_of)
+
+    def pair_weights(self, first: int, last: int, num_pes: int) -> np.ndarray:
+        src = np.arange(num_pes, dtype=np.int64)[:, None]
+        dst = np.arange(first, last, dtype=np.int64)[None, :]
+        return np.where(src != dst, self.weight_of(src, dst), 0.0)
+
+    @cached_property
+    def _flows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        src, dst = np.divmod(np.arange(self.num_pes * self.num_pes, dtype=np.int64), self.num_pes)
+        weight = np.asarray(self.weight_of(src, dst), dtype=np.float64)
+        keep = (src != dst) & (weight > 0)
+        return src[keep], dst[keep], weight[keep]
+
+    @property  # type: ignore[override]
+    def src(self) -> np.ndarray:
+        return self._flows[0]
+
+    @property  # type: ignore[override]
+    def dst(self) -> np.ndarray:
+        return self._flows[1]
+
+    @property  # type: ignore[override]
+    def weight(self) -> np.ndarray:
+        return self._flows[2]
+
+    @property  # type: ignore[override]
+    def phase(self) -> np.ndarray:
+        return np.zeros(self.src.size, dtype=np.int64)
+
+    @property
+    def num_flows(self) -> int:
+        count = 0
+        for first in range(0, self.num_pes, 256):
+            last = min(self.num_pes, first + 256)
+            count += int(np.count_nonzero(self.pair_weights(first, last, self.num_pes)))
+        return count
+
+    def injection(self, num_pes: int) -> np.ndarray:
+        """Units each PE injects, summed in flow order (destinations ascending) as the flow arrays are."""
+        total = np.zeros(num_pes)
+        dst = np.arange(self.num_pes, dtype=np.int64)[None, :]
+        for first in range(0, self.num_pes, 256):
+            src = np.arange(first, min(self.num_pes, first + 256), dtype=np.int64)[:, None]
+            rows = np.where(src != dst, self.weight_of(src, dst), 0.0)
+            total[first : first + rows.shape[0]] = np.cumsum(rows, axis=1)[:, -1] if rows.size else 0.0
+        return total
+
 
 def _permutation(name: str, mapping: np.ndarray) -> Traffic:
     src = np.arange(mapping.size, dtype=np.int64)
@@ -94,10 +181,8 @@ def _bits(name: str, num_pes: int, even: bool = False) -> int:
 def _all_pairs(name: str, num_pes: int) -> Traffic:
     if num_pes < 2:
         raise TrafficError(f"{name} needs at least 2 PEs, got {num_pes}")
-    src, dst = np.divmod(np.arange(num_pes * num_pes, dtype=np.int64), num_pes)
-    keep = src != dst
-    weight = np.full(int(keep.sum()), 1.0 / (num_pes - 1))
-    return Traffic(name, src[keep], dst[keep], weight, np.zeros(weight.size, dtype=np.int64))
+    share = 1.0 / (num_pes - 1)
+    return AllPairsTraffic(name, num_pes, lambda src, dst: np.full(np.broadcast(src, dst).shape, share))
 
 
 def uniform(num_pes: int) -> Traffic:
@@ -188,13 +273,16 @@ def hotspot(num_pes: int, hotspot: int = 0, fraction: float = 1.0) -> Traffic:
         raise TrafficError(f"hotspot must be a PE index in 0..{num_pes - 1}, got {hotspot}")
     if not 0.0 <= fraction <= 1.0:
         raise TrafficError(f"hotspot fraction must be in [0, 1], got {fraction}")
-    base = _all_pairs("hotspot", num_pes)
-    weight = base.weight * (1.0 - fraction)
-    to_spot = base.dst == hotspot
-    weight = np.where(to_spot, weight + fraction, weight)
-    weight = np.where(base.src == hotspot, 1.0 / (num_pes - 1), weight)
-    keep = weight > 0
-    return Traffic("hotspot", base.src[keep], base.dst[keep], weight[keep], base.phase[keep])
+    if num_pes < 2:
+        raise TrafficError(f"hotspot needs at least 2 PEs, got {num_pes}")
+    share = 1.0 / (num_pes - 1)
+
+    def weight_of(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        weight = np.full(np.broadcast(src, dst).shape, share) * (1.0 - fraction)
+        weight = np.where(dst == hotspot, weight + fraction, weight)
+        return np.where(src == hotspot, share, weight)
+
+    return AllPairsTraffic("hotspot", num_pes, weight_of)
 
 
 def random_permutation(num_pes: int, seed: int = 0) -> Traffic:

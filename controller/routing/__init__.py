@@ -9,7 +9,7 @@ from controller.routing.errors import (
     UnknownAlgorithmError,
     UnsupportedTopologyError,
 )
-from controller.routing.registry import ALGORITHMS, algorithms_for, compute_tables
+from controller.routing.registry import ALGORITHMS, algorithms_for, compute_tables, routing_spec
 from controller.routing.table import RouteEntry, RoutingTables
 from controller.routing.walker import Path, RouteHop, walk
 
@@ -28,5 +28,6 @@ __all__ = [
     "UnsupportedTopologyError",
     "algorithms_for",
     "compute_tables",
+    "routing_spec",
     "walk",
 ]

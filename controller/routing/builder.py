@@ -17,7 +17,8 @@ destination instead of one per pair.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -31,6 +32,13 @@ DTYPES = (np.int32, np.int16, np.int32, np.int8, np.int16, np.int8, np.int8)
 
 #: target number of (card, destination) cells evaluated at once
 CELLS_PER_CHUNK = 2_000_000
+
+#: (card, destination) cells per block when the tables are built block by block for analysis: small
+#: blocks keep memory low and each block's arrays in cache
+ANALYSIS_CELLS = 500_000
+
+#: largest dense array (cells of destination x class x card x port) a block is sorted with
+DENSE_MERGE_CELLS = 32_000_000
 
 
 class Decide(Protocol):
@@ -47,7 +55,105 @@ Refine = Callable[
 ]
 
 
-def build_tables(
+@dataclass(frozen=True)
+class TableSpec:
+    """An algorithm's decision rule with its conventions: builds its route tables whole or by destinations.
+
+    ``build()`` gives the tables the installer writes; ``blocks()`` gives the same
+    entries as consecutive tables of a few destinations each (their
+    concatenation is ``build()``), so that all-pairs analysis of large networks
+    never holds every entry at once.
+    """
+
+    algorithm: str
+    network: CardNetwork
+    decide: Decide
+    source_class: np.ndarray
+    num_classes: int = 1
+    queue_rule: str = "vc"
+    vc_names: dict[str, dict[int, str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    refine: Refine | None = None
+
+    def default_block(self, cells: int = CELLS_PER_CHUNK) -> int:
+        """Destinations per block: about `cells` (card, destination) cells."""
+        return max(1, cells // max(1, self.network.num_cards))
+
+    def ranges(self, dsts_per_block: int | None = None) -> list[tuple[int, int]]:
+        """The [first, last) destination ranges of ``blocks(dsts_per_block)``."""
+        step = dsts_per_block or self.default_block(ANALYSIS_CELLS)
+        num_pes = self.network.num_pes
+        return [(first, min(num_pes, first + step)) for first in range(0, num_pes, step)]
+
+    def blocks(self, dsts_per_block: int | None = None) -> Iterator[RoutingTables]:
+        """The tables of destinations [first, last) for each range of ``ranges(dsts_per_block)``."""
+        for first, last in self.ranges(dsts_per_block):
+            yield self.block(first, last)
+
+    def block(self, first: int, last: int) -> RoutingTables:
+        """The entries of the tables whose destination PE is in [first, last), sorted as the tables are."""
+        network, num_classes = self.network, self.num_classes
+        # source PEs in table order (class, card, host port): their first-hop entries come out sorted
+        sources = np.lexsort((network.pe_port, network.pe_card, self.source_class))
+        dsts = np.arange(first, last, dtype=np.int64)
+        decisions = [
+            _decisions(network, self.decide, dsts, cls, self.source_class) for cls in range(num_classes)
+        ]
+        first_hops = _first_hop_entries(network, dsts, sources, self.source_class, decisions)
+        later = [_later_entries(network, dsts, cls, decision) for cls, decision in enumerate(decisions)]
+        later_hops = [np.concatenate(column) for column in zip(*later, strict=True)]
+        columns = _merge(network, num_classes, first_hops, later_hops, first)
+        if self.refine is not None:
+            columns[5], columns[6] = self.refine(*columns[:3], *columns[4:])
+        return self.tables(columns)
+
+    def build(self) -> RoutingTables:
+        """The whole tables: every destination's entries."""
+        parts = [_columns(block) for block in self.blocks(self.default_block())]
+        return self.tables(
+            [
+                np.concatenate([part[i] for part in parts]) if parts else np.zeros(0, dtype)
+                for i, dtype in enumerate(DTYPES)
+            ]
+        )
+
+    def tables(self, columns: list[np.ndarray]) -> RoutingTables:
+        """RoutingTables of entry columns (card, ingress, dst, class, egress, VC, use), same conventions."""
+        card, in_port, dst, cls, egress, vc, use = (
+            np.asarray(column, dtype=dtype) for column, dtype in zip(columns, DTYPES, strict=True)
+        )
+        return RoutingTables(
+            algorithm=self.algorithm,
+            topology=self.network.topology,
+            network=self.network,
+            card_id=card,
+            ingress_port=in_port,
+            dst_pe=dst,
+            routing_class=cls,
+            egress_port=egress,
+            vc=vc,
+            use=use,
+            source_class=self.source_class,
+            num_classes=self.num_classes,
+            queue_rule=self.queue_rule,
+            vc_names=self.vc_names,
+            notes=list(self.notes),
+        )
+
+
+def _columns(tables: RoutingTables) -> list[np.ndarray]:
+    return [
+        tables.card_id,
+        tables.ingress_port,
+        tables.dst_pe,
+        tables.routing_class,
+        tables.egress_port,
+        tables.vc,
+        tables.use,
+    ]
+
+
+def table_spec(
     algorithm: str,
     network: CardNetwork,
     decide: Decide,
@@ -58,48 +164,26 @@ def build_tables(
     vc_names: dict[str, dict[int, str]] | None = None,
     notes: list[str] | None = None,
     refine: Refine | None = None,
-) -> RoutingTables:
-    """Evaluate `decide` for every card and destination and keep, as tables, the entries on paths."""
-    num_cards, num_pes = network.num_cards, network.num_pes
+) -> TableSpec:
+    """The TableSpec of an algorithm's rule (source_class defaults to class 0 for every PE)."""
     if source_class is None:
-        source_class = np.zeros(num_pes, dtype=np.int8)
-    source_class = np.asarray(source_class, dtype=np.int8)
-    chunk = max(1, CELLS_PER_CHUNK // max(1, num_cards))
-    # source PEs in table order (class, card, host port): their first-hop entries come out sorted
-    sources = np.lexsort((network.pe_port, network.pe_card, source_class))
-    parts: list[list[np.ndarray]] = []
-    for first in range(0, num_pes, chunk):
-        dsts = np.arange(first, min(num_pes, first + chunk), dtype=np.int64)
-        decisions = [_decisions(network, decide, dsts, cls, source_class) for cls in range(num_classes)]
-        first_hops = _first_hop_entries(network, dsts, sources, source_class, decisions)
-        later = [_later_entries(network, dsts, cls, decision) for cls, decision in enumerate(decisions)]
-        later_hops = [np.concatenate(column) for column in zip(*later, strict=True)]
-        columns = _merge(network, num_classes, first_hops, later_hops)
-        if refine is not None:
-            columns[5], columns[6] = refine(*columns[:3], *columns[4:])
-        parts.append(columns)
-    columns = [
-        np.concatenate([part[i] for part in parts]) if parts else np.zeros(0, dtype)
-        for i, dtype in enumerate(DTYPES)
-    ]
-    card, in_port, dst, cls, egress, vc, use = columns
-    return RoutingTables(
-        algorithm=algorithm,
-        topology=network.topology,
-        network=network,
-        card_id=card,
-        ingress_port=in_port,
-        dst_pe=dst,
-        routing_class=cls,
-        egress_port=egress,
-        vc=vc,
-        use=use,
-        source_class=source_class,
-        num_classes=num_classes,
-        queue_rule=queue_rule,
-        vc_names=vc_names or {},
-        notes=list(notes or []),
+        source_class = np.zeros(network.num_pes, dtype=np.int8)
+    return TableSpec(
+        algorithm,
+        network,
+        decide,
+        np.asarray(source_class, dtype=np.int8),
+        num_classes,
+        queue_rule,
+        vc_names or {},
+        list(notes or []),
+        refine,
     )
+
+
+def build_tables(algorithm: str, network: CardNetwork, decide: Decide, **conventions) -> RoutingTables:
+    """Evaluate `decide` for every card and destination and keep, as tables, the entries on paths."""
+    return table_spec(algorithm, network, decide, **conventions).build()
 
 
 class _Decisions(NamedTuple):
@@ -120,7 +204,10 @@ def _decisions(
     num_cards, width = network.num_cards, dsts.size
     card_grid = np.repeat(np.arange(num_cards, dtype=np.int64), width)
     dst_grid = np.tile(dsts, num_cards)
-    egress, vc, use = (np.asarray(a).reshape(num_cards, width) for a in decide(card_grid, dst_grid, cls))
+    egress, vc, use = (
+        np.asarray(a).astype(dtype, copy=False).reshape(num_cards, width)
+        for a, dtype in zip(decide(card_grid, dst_grid, cls), DTYPES[4:], strict=True)
+    )
     flat_egress = egress.ravel()
     next_card = network.peer_card[card_grid, flat_egress].reshape(num_cards, width)
     next_port = network.peer_port[card_grid, flat_egress].reshape(num_cards, width)
@@ -156,12 +243,12 @@ def _first_hop_entries(
     decisions: list[_Decisions],
 ) -> list[np.ndarray]:
     """Entries on the source PEs' host ports, sorted by (destination, class, card, port)."""
-    column = np.repeat(np.arange(dsts.size), sources.size)
-    src = np.tile(sources, dsts.size)
+    column = np.repeat(np.arange(dsts.size, dtype=np.int32), sources.size)
+    src = np.tile(sources.astype(np.int32), dsts.size)
     keep = src != dsts[column]
     column, src = column[keep], src[keep]
     card, port, cls = network.pe_card[src], network.pe_port[src], source_class[src]
-    egress, vc, use = (np.empty(src.size, dtype=np.int64) for _ in range(3))
+    egress, vc, use = (np.empty(src.size, dtype=dtype) for dtype in DTYPES[4:])
     for c, decision in enumerate(decisions):
         mine = cls == c if len(decisions) > 1 else slice(None)
         at = (card[mine], column[mine])
@@ -180,7 +267,7 @@ def _later_entries(
         card,
         decision.next_port[rows, cols],
         dsts[column],
-        np.full(card.size, cls),
+        np.full(card.size, cls, dtype=np.int8),
         decision.egress[at],
         decision.vc[at],
         decision.use[at],
@@ -188,22 +275,40 @@ def _later_entries(
 
 
 def _merge(
-    network: CardNetwork, num_classes: int, first: list[np.ndarray], later: list[np.ndarray]
+    network: CardNetwork, num_classes: int, first: list[np.ndarray], later: list[np.ndarray], dst0: int = 0
 ) -> list[np.ndarray]:
-    """Both entry lists as one, sorted by (destination, class, card, ingress port): later entries are
-    sorted (they are few) and inserted into the already sorted first-hop entries."""
+    """Both entry lists as one, sorted by (destination, class, card, ingress port).
+
+    Each entry's key (destinations counted from `dst0`) is a cell of a dense array
+    over all (destination, class, card, port) of the block; reading the marked
+    cells in order sorts without comparisons. Blocks too large for that sort the
+    later entries and insert them into the already sorted first-hop entries.
+    """
     width = network.max_port + 1
+    span = int(first[2].max(initial=dst0) if first[2].size else dst0) - dst0 + 1
+    if later[2].size:
+        span = max(span, int(later[2].max()) - dst0 + 1)
 
     def key(columns: list[np.ndarray]) -> np.ndarray:
         card, port, dst, cls = (c.astype(np.int64) for c in columns[:4])
-        return ((dst * num_classes + cls) * network.num_cards + card) * width + port
+        return (((dst - dst0) * num_classes + cls) * network.num_cards + card) * width + port
 
     first_key, later_key = key(first), key(later)
+    total = first_key.size + later_key.size
+    cells = span * num_classes * network.num_cards * width
+    if cells <= DENSE_MERGE_CELLS:
+        slot = np.full(cells, -1, dtype=np.int64 if total >= 1 << 31 else np.int32)
+        slot[first_key] = np.arange(first_key.size)
+        slot[later_key] = np.arange(first_key.size, total)
+        take = slot[np.flatnonzero(slot >= 0)]
+        return [
+            np.concatenate([a.astype(dtype, copy=False), b.astype(dtype, copy=False)])[take]
+            for a, b, dtype in zip(first, later, DTYPES, strict=True)
+        ]
     order = np.argsort(later_key)
     later_key = later_key[order]
     later_at = np.searchsorted(first_key, later_key) + np.arange(later_key.size)
     first_at = np.searchsorted(later_key, first_key) + np.arange(first_key.size)
-    total = first_key.size + later_key.size
     merged = []
     for a, b, dtype in zip(first, later, DTYPES, strict=True):
         out = np.empty(total, dtype=dtype)

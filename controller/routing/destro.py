@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.routing.builder import build_tables
+from controller.routing.builder import TableSpec, table_spec
 from controller.routing.errors import UnsupportedTopologyError
 from controller.routing.network import HOST, CardNetwork
 from controller.routing.table import USE_CODE, RoutingTables
@@ -90,8 +90,8 @@ def destro_out_port(view: FatTreeView, cards: np.ndarray, dsts: np.ndarray) -> n
     return np.where(below, h_s, view.k + h_s)
 
 
-def destro_tables(network: CardNetwork) -> RoutingTables:
-    """DESTRO tables for a k-ary n-tree (one card per switch) or a twin fat tree."""
+def destro_spec(network: CardNetwork) -> TableSpec:
+    """TableSpec of the DESTRO tables for a k-ary n-tree (one card per switch) or a twin fat tree."""
     view = FatTreeView(network)
     k = view.k
 
@@ -125,6 +125,11 @@ def destro_tables(network: CardNetwork) -> RoutingTables:
             1: "descend (only with a configuration that splits a pair)",
         }
         notes.append(f"crossings use internal link int(h_s mod r), r = {view.r}")
-    return build_tables(
+    return table_spec(
         "destro", network, decide, vc_names=vc_names, notes=notes, refine=refine if view.r else None
     )
+
+
+def destro_tables(network: CardNetwork) -> RoutingTables:
+    """DESTRO tables for a k-ary n-tree (one card per switch) or a twin fat tree."""
+    return destro_spec(network).build()

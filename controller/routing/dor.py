@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.routing.builder import build_tables
+from controller.routing.builder import TableSpec, table_spec
 from controller.routing.errors import UnsupportedTopologyError
 from controller.routing.network import CardNetwork
 from controller.routing.table import USE_CODE, RoutingTables
@@ -25,8 +25,8 @@ from controller.routing.torus_view import LOWER, UPPER, TorusView, first_move, p
 VC_NAMES = {"external": {UPPER: "upper (t_i > o_i)", LOWER: "lower (t_i <= o_i)"}, "host": {0: "deliver"}}
 
 
-def dor_tables(network: CardNetwork) -> RoutingTables:
-    """DOR tables for a torus of single-card nodes (one PE per node, pe = node index)."""
+def dor_spec(network: CardNetwork) -> TableSpec:
+    """TableSpec of the DOR tables for a torus of single-card nodes (one PE per node, pe = node index)."""
     if network.topology.family != "torus":
         raise UnsupportedTopologyError(
             f"dor routes k-ary n-cubes (family torus, e.g. the equivalent mD torus); "
@@ -43,10 +43,15 @@ def dor_tables(network: CardNetwork) -> RoutingTables:
         use = np.where(arrived, USE_CODE["deliver"], USE_CODE["external"])
         return egress, vc, use
 
-    return build_tables(
+    return table_spec(
         "dor",
         network,
         decide,
         vc_names=VC_NAMES,
         notes=["ties (k_i even, distance k_i/2) go +", "external VC: upper=0 if t_i > o_i else lower=1"],
     )
+
+
+def dor_tables(network: CardNetwork) -> RoutingTables:
+    """DOR tables for a torus of single-card nodes (one PE per node, pe = node index)."""
+    return dor_spec(network).build()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.routing.builder import build_tables
+from controller.routing.builder import TableSpec, table_spec
 from controller.routing.errors import UnsupportedTopologyError
 from controller.routing.network import CardNetwork
 from controller.routing.table import USE_CODE, RoutingTables
@@ -54,8 +54,8 @@ def internal_vc_plan(n: int, split: tuple[int, ...]) -> tuple[dict[str, int], di
     return plan, names
 
 
-def dort_tables(network: CardNetwork) -> RoutingTables:
-    """DORT tables for an nDT torus with any port configuration (same at every node)."""
+def dort_spec(network: CardNetwork) -> TableSpec:
+    """TableSpec of the DORT tables for an nDT torus with any port configuration (same at every node)."""
     if network.topology.family != "ndt":
         raise UnsupportedTopologyError(
             f"dort routes nDT twin tori (family ndt); this is a {network.topology.family!r} topology"
@@ -104,4 +104,9 @@ def dort_tables(network: CardNetwork) -> RoutingTables:
         "ties (k_i even, distance k_i/2) go + in every dimension",
         f"internal-link VCs: {len(internal_names)}",
     ]
-    return build_tables("dort", network, decide, vc_names=vc_names, notes=notes)
+    return table_spec("dort", network, decide, vc_names=vc_names, notes=notes)
+
+
+def dort_tables(network: CardNetwork) -> RoutingTables:
+    """DORT tables for an nDT torus with any port configuration (same at every node)."""
+    return dort_spec(network).build()

@@ -11,21 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from controller.routing.destro import destro_tables
-from controller.routing.dor import dor_tables
-from controller.routing.dort import dort_tables
+from controller.routing.builder import TableSpec
+from controller.routing.destro import destro_spec
+from controller.routing.dor import dor_spec
+from controller.routing.dort import dort_spec
 from controller.routing.errors import UnknownAlgorithmError, UnsupportedTopologyError
 from controller.routing.network import CardNetwork
 from controller.routing.table import RoutingTables
-from controller.routing.tsdor import tsdor_tables
+from controller.routing.tsdor import tsdor_spec
 from topologies.model import Topology
 
-#: name -> (table builder, topology families it routes)
-ALGORITHMS: dict[str, tuple[Callable[[CardNetwork], RoutingTables], tuple[str, ...]]] = {
-    "destro": (destro_tables, ("kary-ntree", "twin-fattree")),
-    "dor": (dor_tables, ("torus",)),
-    "dort": (dort_tables, ("ndt",)),
-    "ts-dor": (tsdor_tables, ("ndt",)),
+#: name -> (table spec of a card network, topology families it routes)
+ALGORITHMS: dict[str, tuple[Callable[[CardNetwork], TableSpec], tuple[str, ...]]] = {
+    "destro": (destro_spec, ("kary-ntree", "twin-fattree")),
+    "dor": (dor_spec, ("torus",)),
+    "dort": (dort_spec, ("ndt",)),
+    "ts-dor": (tsdor_spec, ("ndt",)),
 }
 
 
@@ -36,6 +37,11 @@ def algorithms_for(family: str) -> list[str]:
 
 def compute_tables(topology: Topology, algorithm: str) -> RoutingTables:
     """Route tables of `algorithm` ("destro", "dor", "dort", "ts-dor") for `topology`."""
+    return routing_spec(topology, algorithm).build()
+
+
+def routing_spec(topology: Topology, algorithm: str) -> TableSpec:
+    """The TableSpec of `algorithm` for `topology`: its tables whole (``build()``) or by destinations."""
     name = algorithm.strip().lower()
     if name not in ALGORITHMS:
         raise UnknownAlgorithmError(f"routing must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")

@@ -168,6 +168,16 @@ class RoutingTables:
             copy = dataclasses.replace(copy, _keys=None, **sorted_columns)
         return copy
 
+    def slice(self, start: int, stop: int) -> RoutingTables:
+        """The entries at positions [start, stop) as tables with the same conventions."""
+        columns = ("card_id", "ingress_port", "dst_pe", "routing_class", "egress_port", "vc", "use")
+        return dataclasses.replace(
+            self,
+            _keys=None,
+            _queues_per_port=None,
+            **{name: getattr(self, name)[start:stop] for name in columns},
+        )
+
     # -- access -----------------------------------------------------------------
 
     def __len__(self) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.routing.builder import build_tables
+from controller.routing.builder import TableSpec, table_spec
 from controller.routing.errors import UnsupportedTopologyError
 from controller.routing.network import CardNetwork
 from controller.routing.table import QUEUE_BY_CLASS_AND_VC, USE_CODE, RoutingTables
@@ -33,8 +33,8 @@ from controller.routing.torus_view import LOWER, UPPER, TorusView, first_move, p
 from topologies.portconfig import cbest
 
 
-def tsdor_tables(network: CardNetwork) -> RoutingTables:
-    """TS-DOR tables for an nDT torus whose port configuration is CBest."""
+def tsdor_spec(network: CardNetwork) -> TableSpec:
+    """TableSpec of the TS-DOR tables for an nDT torus whose port configuration is CBest."""
     if network.topology.family != "ndt":
         raise UnsupportedTopologyError(
             f"ts-dor routes nDT twin tori with CBest; this is a {network.topology.family!r} topology"
@@ -83,7 +83,7 @@ def tsdor_tables(network: CardNetwork) -> RoutingTables:
         "tie in d_h: class 0 -> d_h+, class 1 -> d_h-; other dimensions +",
         "queue = 2*class + vc (4 queues per port)",
     ]
-    return build_tables(
+    return table_spec(
         "ts-dor",
         network,
         decide,
@@ -93,3 +93,8 @@ def tsdor_tables(network: CardNetwork) -> RoutingTables:
         vc_names=vc_names,
         notes=notes,
     )
+
+
+def tsdor_tables(network: CardNetwork) -> RoutingTables:
+    """TS-DOR tables for an nDT torus whose port configuration is CBest."""
+    return tsdor_spec(network).build()

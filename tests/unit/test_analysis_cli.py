@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from emulation.cli import main
 
 
@@ -55,3 +57,61 @@ def test_bad_input_is_a_message_not_a_trace(capsys):
     assert "power-of-two" in capsys.readouterr().err
     assert main(["analyze", "torus", "--dims", "4x4", "--traffic", "nope"]) == 2
     assert "must be one of" in capsys.readouterr().err
+
+
+def test_pair_walks_the_same_path_as_the_whole_tables(capsys):
+    from controller.routing import compute_tables, walk
+    from topologies.torus import ndt_torus
+
+    assert main(["analyze", "ndt", "--dims", "4x4x2", "--routing", "ts-dor", "--pair", "3", "60"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    path = walk(compute_tables(ndt_torus((4, 4, 2)), "ts-dor"), 3, 60)
+    assert len(lines) == 1 + len(path.hops)
+    assert [line.split()[0] for line in lines[1:]] == [
+        compute_tables(ndt_torus((4, 4, 2)), "ts-dor").network.card_names[h.card_id] for h in path.hops
+    ]
+    assert main(["analyze", "ndt", "--dims", "4x4x2", "--pair", "3", "64"]) == 2
+    assert "dst_pe must be a PE index in 0..63, got 64" in capsys.readouterr().err
+
+
+def test_workers_give_the_report_of_one_process(capsys):
+    args = ["analyze", "ndt", "--dims", "3x3x2", "--routing", "dort", "--traffic", "uniform", "--json"]
+    assert main(args) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert main([*args, "--workers", "2"]) == 0
+    two = json.loads(capsys.readouterr().out)
+    assert two.keys() == one.keys()
+    for key in one:
+        if isinstance(one[key], float):
+            assert abs(two[key] - one[key]) <= 1e-12 * abs(one[key])
+        elif key not in ("busiest_links", "bottleneck"):  # equal loads may be listed in another order
+            assert two[key] == one[key], key
+    with pytest.raises(SystemExit):  # argparse refuses it with a usage message
+        main([*args, "--workers", "0"])
+    assert "must be at least 1" in capsys.readouterr().err
+
+
+def test_a_network_too_large_for_memory_is_refused_in_one_line(capsys, monkeypatch, tmp_path):
+    import controller.analysis.memory as memory
+
+    monkeypatch.setattr(memory, "available", lambda: 64 << 20)
+    out = tmp_path / "paths.jsonl"
+    code = main(["analyze", "ndt", "--dims", "4x4x4", "--traffic", "uniform", "--paths-out", str(out)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs about" in err and "GiB are available" in err
+    assert not out.exists()  # refused before anything was written
+
+
+def test_failed_analysis_leaves_no_paths_file(capsys, monkeypatch, tmp_path):
+    import controller.analysis.stream as stream
+    from controller.routing.errors import RoutingLoopError
+
+    def broken(*args, **kwargs):
+        raise RoutingLoopError("packets loop")
+
+    monkeypatch.setattr(stream, "AllPairs", broken)
+    out = tmp_path / "paths.jsonl"
+    assert main(["analyze", "torus", "--dims", "3x3", "--paths-out", str(out)]) == 2
+    assert "packets loop" in capsys.readouterr().err
+    assert not out.exists()

@@ -1,0 +1,133 @@
+"""The block loop of the analysis: tables of a few destinations at a time, validated, added to Totals.
+
+The blocks come from ``TableSpec.blocks()`` (the same builder the installer
+uses, one block of destinations at a time) or from slicing whole tables, so
+memory holds one block's entries and paths, never all N(N-1) paths.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
+
+from controller.analysis.paths import AllPairs
+from controller.analysis.totals import Totals
+from controller.analysis.traffic import Traffic
+from controller.routing.builder import ANALYSIS_CELLS, TableSpec
+from controller.routing.table import RoutingTables
+
+#: a block: destinations [first, last) and their entries
+Block = tuple[int, int, RoutingTables]
+
+
+def table_blocks(tables: RoutingTables, dsts_per_block: int | None = None) -> Iterator[Block]:
+    """Whole tables cut into blocks of consecutive destinations (entries are sorted by destination)."""
+    net = tables.network
+    step = dsts_per_block or max(1, ANALYSIS_CELLS // max(1, net.num_cards))
+    for first in range(0, net.num_pes, step):
+        last = min(net.num_pes, first + step)
+        a, b = np.searchsorted(tables.dst_pe, [first, last])
+        yield first, last, tables.slice(int(a), int(b))
+
+
+def spec_blocks(spec: TableSpec, dsts_per_block: int | None = None) -> Iterator[Block]:
+    """The tables of a TableSpec built block by block."""
+    for first, last in spec.ranges(dsts_per_block):
+        yield first, last, spec.block(first, last)
+
+
+def gather(
+    tables: RoutingTables,
+    blocks: Iterable[Block],
+    traffic: Traffic | None = None,
+    on_block: Callable[[AllPairs], None] | None = None,
+) -> Totals:
+    """Validate every block's paths and add them up; `tables` gives the conventions (entries unused).
+
+    ``on_block`` sees each block's AllPairs after it is added (to stream paths or report progress).
+    """
+    net = tables.network
+    fattree = tables.topology.family == "twin-fattree"
+    totals = Totals(net, tables.num_classes, traffic=traffic is not None, unit_loads=fattree)
+    for first, last, block in blocks:
+        pairs = AllPairs(block, first, last)
+        weights = None
+        if traffic is not None:
+            weights = pairs.block_weights(traffic.pair_weights(first, last, net.num_pes))
+        totals.add(pairs, weights)
+        if on_block is not None:
+            on_block(pairs)
+    return totals
+
+
+def gather_parallel(
+    spec: TableSpec,
+    traffic: Traffic | None,
+    workers: int,
+    on_block: Callable[[AllPairs | None], None] | None = None,
+) -> Totals:
+    """``gather`` over the spec's blocks shared by `workers` forked processes, their Totals then added.
+
+    Worker w takes blocks w, w + workers, ...; loads are summed per worker and
+    then added, so they may differ from one process's running sum in the last
+    bits (within 1e-12 relative). ``on_block`` is called (with None) as blocks finish.
+    """
+    ranges = spec.ranges(_per_block(spec, workers))
+    workers = max(1, min(workers, len(ranges)))
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    processes = [
+        context.Process(target=_worker, args=(spec, traffic, ranges[w::workers], w, queue), daemon=True)
+        for w in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    results: dict[int, Totals] = {}
+    try:
+        while len(results) < workers:
+            kind, worker, payload = queue.get()
+            if kind == "block":
+                if on_block is not None:
+                    on_block(None)
+            elif kind == "error":
+                raise payload
+            else:
+                payload.network = spec.network
+                results[worker] = payload
+    finally:
+        for process in processes:
+            if process.is_alive() and len(results) < workers:
+                process.terminate()
+            process.join()
+    totals = results[0]
+    for w in range(1, workers):
+        totals.merge(results[w])
+    return totals
+
+
+def _per_block(spec: TableSpec, workers: int) -> int | None:
+    """Destinations per block: the default, or fewer so that each of several workers gets four blocks."""
+    if workers <= 1:
+        return None
+    return max(1, min(spec.default_block(ANALYSIS_CELLS), -(-spec.network.num_pes // (4 * workers))))
+
+
+def blocks_of(spec: TableSpec, workers: int = 1) -> int:
+    """Number of blocks an analysis on `workers` processes goes through (for its progress bar)."""
+    return len(spec.ranges(_per_block(spec, workers)))
+
+
+def _worker(
+    spec: TableSpec, traffic: Traffic | None, ranges: list[tuple[int, int]], worker: int, queue
+) -> None:
+    """One worker's share: its blocks gathered, a message per block, then its Totals (or the error)."""
+    try:
+        blocks = ((first, last, spec.block(first, last)) for first, last in ranges)
+        totals = gather(
+            spec.tables([[]] * 7), blocks, traffic, on_block=lambda pairs: queue.put(("block", worker, None))
+        )
+        queue.put(("totals", worker, totals))
+    except BaseException as error:  # noqa: BLE001 - sent to the parent, which raises it
+        queue.put(("error", worker, error))
