@@ -13,6 +13,7 @@ import os
 
 from controller.analysis.traffic import AllPairsTraffic, Traffic
 from controller.routing.builder import ANALYSIS_CELLS, TableSpec
+from topologies.errors import TwinnetError
 
 #: peak bytes per table entry of a block while it is built and analysed (measured, with margin)
 BYTES_PER_ENTRY = 160
@@ -22,7 +23,7 @@ BASE_BYTES = 150 << 20
 QUEUES = 8
 
 
-class MemoryEstimateError(ValueError):
+class MemoryEstimateError(TwinnetError, ValueError):
     """The analysis of this network would need more memory than is available."""
 
 
