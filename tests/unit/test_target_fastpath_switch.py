@@ -14,6 +14,7 @@ import random
 import struct
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from socket import MSG_TRUNC
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from emulation.card_vectors import (
 )
 from p4switch.daemon import dataplane as switch_dataplane
 from p4switch.daemon.dataplane import RX_BATCH, DataPlane
-from p4switch.daemon.ports import Port
+from p4switch.daemon.ports import ETH_P_ALL, Port
 from p4switch.daemon.program import PipelineSlot
 
 VECTOR_FILES = sorted((Path(__file__).resolve().parents[1] / "vectors").glob("*.json"))
@@ -51,6 +52,16 @@ class FakeSocket:
         if not self.incoming:
             raise BlockingIOError
         return self.incoming.pop(0)[:size]
+
+    def recvmsg(self, size: int, ancillary_size: int = 0) -> tuple[bytes, list, int, tuple]:
+        """The next queued frame as a packet socket's recvmsg gives it (no VLAN tag taken off)."""
+        frame = self.recv(1 << 20)
+        flags = MSG_TRUNC if len(frame) > size else 0
+        return frame[:size], [], flags, ("fake", ETH_P_ALL, 0, 1, b"")
+
+    def getsockopt(self, level: int, option: int, size: int) -> bytes:
+        """PACKET_STATISTICS: no frame dropped for a full buffer."""
+        return bytes(size)
 
     def send(self, frame: bytes) -> int:
         """Record a sent frame."""
