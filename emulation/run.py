@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from controller.analysis.deadlock import check_deadlock
 from controller.analysis.paths import AllPairs
 from controller.analysis.traffic import Traffic, make_traffic
@@ -44,11 +46,13 @@ from emulation.measure import (
 from emulation.packets import MAX_TRACE, TRACE_ENTRY_LEN
 from emulation.progress import ProgressBar
 from emulation.run_settings import (  # noqa: F401  (re-exported: the run's settings live with the run)
+    BYTES_PER_PROBE,
     DEFAULT_PACKETS,
     DEFAULT_RATE_PPS,
     DEFAULT_SIZE,
     DRAIN_LIMIT_S,
     DRAIN_QUIET_S,
+    MAX_RUN_PROBES,
     RunInputError,
     RunSettings,
 )
@@ -140,9 +144,9 @@ def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = Tru
             f"a path of {longest} cards adds {TRACE_ENTRY_LEN * longest} bytes of trace "
             f"within MTU {LINK_MTU})"
         )
-    if settings.kill is not None and settings.kill[0] not in topology.cards:
-        raise RunInputError(f"--kill: no card {settings.kill[0]!r} in this topology")
     schedule = make_schedule(traffic, len(topology.hosts), packets, rate, seed=settings.seed)
+    if settings.kill is not None:
+        check_kill(settings.kill, topology, schedule.duration)
     return RunPlan(
         topology,
         settings,
@@ -159,6 +163,18 @@ def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = Tru
     )
 
 
+def check_kill(kill: tuple[str, float], topology: Topology, sending_s: float) -> None:
+    """RunInputError unless the card exists and the time falls while probes are sent (0..sending_s)."""
+    card, seconds = kill
+    if card not in topology.cards:
+        raise RunInputError(f"--kill: no card {card!r} in this topology")
+    if not (math.isfinite(seconds) and 0 <= seconds <= sending_s):
+        raise RunInputError(
+            f"--kill {card}@{seconds:g}: the time must be 0..{sending_s:g} s (while probes are sent), "
+            "or the fault would hit nothing"
+        )
+
+
 def _packets_and_rate(settings: RunSettings, traffic: Traffic, num_pes: int) -> tuple[int, float]:
     """Probes per host and rate (pps per host) from --packets, --duration, --rate."""
     rate = DEFAULT_RATE_PPS if settings.rate is None else settings.rate
@@ -168,10 +184,33 @@ def _packets_and_rate(settings: RunSettings, traffic: Traffic, num_pes: int) -> 
         )
     if settings.packets is not None and settings.packets < 1:
         raise RunInputError(f"--packets must be at least 1, got {settings.packets}")
-    if settings.duration is not None and not settings.duration > 0:
-        raise RunInputError(f"--duration must be positive, got {settings.duration}")
+    if settings.duration is not None and not (settings.duration > 0 and math.isfinite(settings.duration)):
+        raise RunInputError(f"--duration must be a positive number of seconds, got {settings.duration}")
+    senders = int(np.unique(traffic.src).size)
+    if settings.duration is not None and settings.packets is None:
+        check_schedule_size(rate * settings.duration, senders)  # before a huge product becomes an int
+    packets, rate = _probes_per_host(settings, traffic, num_pes, rate)
+    check_schedule_size(packets, senders)
+    return packets, rate
+
+
+def check_schedule_size(packets_per_host: float, senders: int) -> None:
+    """RunInputError when the schedule would exceed MAX_RUN_PROBES (checked before it is allocated)."""
+    total = packets_per_host * senders
+    if not total <= MAX_RUN_PROBES:
+        raise RunInputError(
+            f"{packets_per_host:,.0f} probes per host from {senders} hosts is {total:,.0f} probes "
+            f"(about {total * BYTES_PER_PROBE / 1e9:.3g} GB to schedule and judge); a run sends at most "
+            f"{MAX_RUN_PROBES:,}: lower --packets, --duration or --rate"
+        )
+
+
+def _probes_per_host(settings: RunSettings, traffic: Traffic, num_pes: int, rate: float) -> tuple[int, float]:
+    """Probes per host and the rate; a product of rate and duration past any schedule is kept finite."""
+    if settings.duration is not None:
+        # what a host can send in the duration (kept finite: past MAX_RUN_PROBES the run is refused)
+        can_send = int(math.floor(min(rate * settings.duration, MAX_RUN_PROBES + 1.0) + 1e-9))
     if settings.packets is not None and settings.duration is not None:
-        can_send = int(math.floor(rate * settings.duration + 1e-9))
         if settings.packets > can_send:
             raise RunInputError(
                 f"--packets {settings.packets} per host cannot be sent in --duration {settings.duration:g} s "
@@ -181,7 +220,7 @@ def _packets_and_rate(settings: RunSettings, traffic: Traffic, num_pes: int) -> 
     if settings.packets is not None:
         return settings.packets, rate
     if settings.duration is not None:
-        return max(1, int(math.floor(rate * settings.duration + 1e-9))), rate
+        return max(1, can_send), rate
     if traffic.name == "all-to-all":
         return num_pes - 1, rate
     return DEFAULT_PACKETS, rate

@@ -18,6 +18,11 @@ DEFAULT_SIZE = 64
 DRAIN_QUIET_S = 2.0
 #: ... or at most this long (s).
 DRAIN_LIMIT_S = 30.0
+#: The most probes one run sends, all hosts together. A run keeps a few hundred bytes per probe
+#: (schedule, send times, the judged result: BYTES_PER_PROBE, an estimate), so this bounds it near 1 GB;
+#: a larger request is refused before anything is allocated.
+MAX_RUN_PROBES = 2_000_000
+BYTES_PER_PROBE = 500
 
 
 class RunInputError(ValueError):
