@@ -270,6 +270,7 @@ def execute(
         out_dir=plan.settings.out,
         check_capacity=False,
         progress=progress,
+        control=plan.settings.control,
     )
     with network:
         bring_up = time.monotonic() - started
@@ -422,7 +423,7 @@ def queue_drop_counts(network) -> dict[str, int]:
         if not card.is_alive():
             continue
         try:
-            stats = request(card.thrift_port, {"cmd": "stats"}, timeout=2.0)
+            stats = request(card.control_target, {"cmd": "stats"}, timeout=2.0)
         except OSError:
             continue
         counts[name] = sum(

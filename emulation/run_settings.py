@@ -25,6 +25,15 @@ MAX_RUN_PROBES = 2_000_000
 BYTES_PER_PROBE = 500
 
 
+#: ``--control`` of ``twinnet run`` and ``twinnet cli``: where the cards' control surfaces listen
+CONTROL_OPTION = {
+    "choices": ("unix", "tcp"),
+    "default": "unix",
+    "help": "cards' P4Runtime and side channel: unix (default; sockets in a folder only you can enter) "
+    "or tcp (127.0.0.1 ports as simple_switch_grpc has them: any local user can reach them)",
+}
+
+
 class RunInputError(ValueError):
     """The run cannot be done as asked; nothing was started."""
 
@@ -43,5 +52,6 @@ class RunSettings:
     out: Path | None = None
     seed: int = 0
     kill: tuple[str, float] | None = None
+    control: str = "unix"
     check_capacity: bool = True
     pattern_options: dict[str, Any] = field(default_factory=dict)

@@ -60,7 +60,9 @@ def lock_path() -> Path:
 class CardState:
     """One card: its switch process and how to reach its P4Runtime server.
 
-    ``thrift_port``: bmv2's Thrift server / the embedded target's side channel, on 127.0.0.1.
+    ``grpc_address``: ``unix:/path`` (a folder only the network's owner can enter) or 127.0.0.1:PORT.
+    ``thrift_port``: bmv2's Thrift server / the embedded target's side channel, on 127.0.0.1;
+    ``control``: where the side channel really listens (``unix:/path``, or that port as text).
     ``p4info``: P4Info text file (None when the target's compiler API is not available);
     ``device_config``: what the switch was started with (bmv2 JSON, or the .p4 source).
     ``killed``: the card was stopped on purpose (TwinnetNetwork.kill_card).
@@ -78,6 +80,7 @@ class CardState:
     interfaces: list[str]
     pid: int | None = None
     killed: bool = False
+    control: str = ""
 
 
 @dataclass
@@ -106,7 +109,8 @@ class NetworkState:
 
     ``status`` is "starting", "running" or "stopped". ``owner`` is "<pid>:<start time>"
     of the Python process that built the network (see :func:`process_identity`);
-    ``link_group`` the Linux link group of all its root-namespace interfaces.
+    ``link_group`` the Linux link group of all its root-namespace interfaces;
+    ``socket_dir`` the private folder of the cards' Unix sockets ("" when they use TCP).
     """
 
     run_id: str
@@ -122,6 +126,7 @@ class NetworkState:
     cards: list[CardState] = field(default_factory=list)
     hosts: list[HostState] = field(default_factory=list)
     version: int = STATE_VERSION
+    socket_dir: str = ""
 
     def card(self, name: str) -> CardState:
         for card in self.cards:

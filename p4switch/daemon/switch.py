@@ -22,6 +22,7 @@ from p4switch.daemon.program import (
 )
 from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, MAX_QUEUE_DEPTH, check_rate
 from p4switch.daemon.side_channel import ControlServer
+from p4switch.daemon.untrusted import remember
 from p4switch.p4runtime.server import P4RuntimeService, start_p4runtime_server
 
 log = logging.getLogger("twinnet.switch")
@@ -167,6 +168,11 @@ class Switch:
         program = self.compile_function(path, include_dirs=tuple(self.options.include_dirs))
         with open(path, "rb") as handle:
             source = handle.read()
+        if self.compile_function is default_compile:  # the same text over P4Runtime needs no recompiling
+            try:
+                remember(source.decode("utf-8"), program)
+            except UnicodeDecodeError:
+                pass
         from p4switch.p4runtime.info import P4InfoIndex
 
         self.slot.commit(LoadedConfig(program, P4InfoIndex(program.p4info), program.p4info, source, 0))

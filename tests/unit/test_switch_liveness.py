@@ -17,7 +17,7 @@ import time
 from p4switch.daemon.cli import EXIT_DATAPLANE_FAILED, FAILURE_CHECK_SECONDS
 from p4switch.daemon.dataplane import MAX_POLL_MS, DataPlane
 from p4switch.daemon.program import PipelineSlot
-from p4switch.daemon.queues import MIN_RATE_PPS
+from p4switch.daemon.queues import MIN_RATE_PPS, RATE_BURST_PACKETS
 
 
 def test_a_failing_loop_is_recorded_and_reported() -> None:
@@ -65,7 +65,10 @@ def test_the_slowest_rate_keeps_the_poll_timeout_bounded() -> None:
     dataplane.queues[1] = PortQueues(1)
     dataplane.queues[1].set_rate(MIN_RATE_PPS)
     dataplane.queues[1].enqueue(0, object(), 0)
-    dataplane.queues[1].charge_one(time.monotonic())  # the next departure is 1,000 s away
+    now = time.monotonic()
+    for _ in range(RATE_BURST_PACKETS + 1):  # the burst spent: the next departure is 1,000 s away
+        dataplane.queues[1].charge_one(now)
+    assert dataplane.queues[1].wait_time(now) > 900
     dataplane._active.add(1)
     assert 0 < dataplane._timeout_ms() <= MAX_POLL_MS
 
