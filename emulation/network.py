@@ -5,7 +5,7 @@
 
     topology = build_topology("ndt", dims="2x4x2")
     with build_network(topology, target="embedded", out_dir="out/run1") as network:
-        network.state.cards[0].grpc_address     # "127.0.0.1:20000" (see emulation.state)
+        network.state.cards[0].grpc_address     # "unix:/tmp/twinnet-.../c0.p4rt" (see emulation.state)
         network.host(3).cmd("ping -c1", network.host(5).IP())
         network.kill_card("c7"); network.alive_cards()
 

@@ -9,14 +9,17 @@ started as simple_switch_grpc's command line has it::
     twinnet-switch     --device-id N -i 1@c3-eth1 ...            --thrift-port T card.p4 \\
         -- --grpc-server-addr 127.0.0.1:G --priority-queues 8
 
-Device id = card id; P4Runtime on 127.0.0.1:(:data:`GRPC_PORT_BASE` + card id); the
-Thrift server of bmv2 (the JSON side channel of the embedded target: queue counters
-and rates) on 127.0.0.1:(:data:`THRIFT_PORT_BASE` + card id). Both bases stay below
-Linux's ephemeral port range (32768-60999) so that no client connection takes them.
+Device id = card id. By default (a network's ``control="unix"``) P4Runtime listens on
+``unix:<socket_dir>/<card>.p4rt`` and the embedded target's JSON side channel (queue
+counters and rates) on ``unix:<socket_dir>/<card>.ctl``, in a folder only the network's
+owner can enter; with ``control="tcp"`` (and always for bmv2's Thrift server), on
+127.0.0.1:(:data:`GRPC_PORT_BASE` + card id) and 127.0.0.1:(:data:`THRIFT_PORT_BASE` +
+card id). Both bases stay below Linux's ephemeral port range (32768-60999) so that no
+client connection takes them.
 
 Starting is split in two so that a network starts all its cards at once:
 :meth:`P4CardSwitch.start` launches the process and returns; :func:`wait_until_ready`
-waits, with one deadline for all, until every card's gRPC port accepts connections,
+waits, with one deadline for all, until every card's gRPC address accepts connections,
 and fails with the card's name and log file if a process dies or the deadline passes.
 :func:`stop_switches` stops many at once (SIGTERM, then SIGKILL after a grace period).
 """
