@@ -28,6 +28,7 @@ from controller.analysis.paths import AllPairs
 from controller.analysis.traffic import Traffic, make_traffic
 from controller.routing import RoutingTables, algorithms_for, compute_tables
 from emulation.links import LINK_MTU
+from emulation.liveness import DataPlaneWatch
 from emulation.measure import (
     Accounting,
     ChannelCheck,
@@ -357,8 +358,8 @@ def _inject_and_drain(
             killed = True
         for name in network.dead_cards():
             if name not in deaths:
-                deaths[name] = round(elapsed, 3)
-                say(f"card {name} died {elapsed:.2f} s into the run; probes crossing it will be lost")
+                deaths[name] = watcher.deaths.get(name, round(elapsed, 3))
+                say(f"card {name} died {deaths[name]:.2f} s into the run; probes crossing it will be lost")
 
     bar = ProgressBar("sending ", len(schedule), enabled=show_bars)
 
@@ -368,45 +369,49 @@ def _inject_and_drain(
         return True
 
     mark = time.monotonic()
-    record = engine.inject(schedule, plan.settings.size, tick=sending)
-    timings["inject_s"] = time.monotonic() - mark
-    bar.finish(record.sent, f"received {engine.received_count()}")
-    drain_bar = ProgressBar("receiving", record.sent, enabled=show_bars)
+    # a card whose data plane stops (its process still running) is found and killed by the watch
+    with DataPlaneWatch(network, mark) as watcher:
+        record = engine.inject(schedule, plan.settings.size, tick=sending)
+        timings["inject_s"] = time.monotonic() - mark
+        bar.finish(record.sent, f"received {engine.received_count()}")
+        drain_bar = ProgressBar("receiving", record.sent, enabled=show_bars)
 
-    def draining(count: int, elapsed: float) -> bool:
-        watch(timings["inject_s"] + elapsed)
-        drain_bar.update(count)
-        return True
+        def draining(count: int, elapsed: float) -> bool:
+            watch(timings["inject_s"] + elapsed)
+            drain_bar.update(count)
+            return True
 
-    mark = time.monotonic()
-    if record.interrupted:
-        say(f"interrupted after {record.sent} probes: measuring what was sent, then tearing down")
-    try:
-        quiet, limit = (0.5, 2.0) if record.interrupted else (DRAIN_QUIET_S, DRAIN_LIMIT_S)
-        engine.wait_for(record.sent, quiet, limit, tick=draining)
-    except KeyboardInterrupt:
-        record.interrupted = True
-    timings["drain_s"] = time.monotonic() - mark
-    watch(timings["inject_s"] + timings["drain_s"])
-    drain_bar.finish(engine.received_count())
-    offered = len(schedule) / schedule.duration if schedule.duration > 0 else None
-    sending_s = (record.finished_us - record.started_us) / 1e6 if record.started_us else 0.0
-    injection = {
-        "probes_scheduled": len(schedule),
-        "probes_sent": record.sent,
-        "send_errors": len(record.errors),
-        "packets_per_host": plan.packets_per_host,
-        "rate_pps_per_host": plan.rate,
-        "offered_pps_total": round(offered, 1) if offered else None,
-        "achieved_send_pps_total": round(record.sent / sending_s, 1) if sending_s > 0 else None,
-        "late_probes": record.late_probes,
-        "late_threshold_s": LATE_THRESHOLD_S,
-        "max_lateness_s": round(record.max_late_s, 6),
-        "size_bytes": plan.settings.size,
-        "schedule_duration_s": round(schedule.duration, 3),
-    }
-    interrupted = f"interrupted after {record.sent} of {len(schedule)} probes" if record.interrupted else None
-    return {"record": record, "deaths": deaths, "injection": injection, "interrupted": interrupted}
+        mark = time.monotonic()
+        if record.interrupted:
+            say(f"interrupted after {record.sent} probes: measuring what was sent, then tearing down")
+        try:
+            quiet, limit = (0.5, 2.0) if record.interrupted else (DRAIN_QUIET_S, DRAIN_LIMIT_S)
+            engine.wait_for(record.sent, quiet, limit, tick=draining)
+        except KeyboardInterrupt:
+            record.interrupted = True
+        timings["drain_s"] = time.monotonic() - mark
+        watch(timings["inject_s"] + timings["drain_s"])
+        drain_bar.finish(engine.received_count())
+        offered = len(schedule) / schedule.duration if schedule.duration > 0 else None
+        sending_s = (record.finished_us - record.started_us) / 1e6 if record.started_us else 0.0
+        injection = {
+            "probes_scheduled": len(schedule),
+            "probes_sent": record.sent,
+            "send_errors": len(record.errors),
+            "packets_per_host": plan.packets_per_host,
+            "rate_pps_per_host": plan.rate,
+            "offered_pps_total": round(offered, 1) if offered else None,
+            "achieved_send_pps_total": round(record.sent / sending_s, 1) if sending_s > 0 else None,
+            "late_probes": record.late_probes,
+            "late_threshold_s": LATE_THRESHOLD_S,
+            "max_lateness_s": round(record.max_late_s, 6),
+            "size_bytes": plan.settings.size,
+            "schedule_duration_s": round(schedule.duration, 3),
+        }
+        interrupted = (
+            f"interrupted after {record.sent} of {len(schedule)} probes" if record.interrupted else None
+        )
+        return {"record": record, "deaths": deaths, "injection": injection, "interrupted": interrupted}
 
 
 def queue_drop_counts(network) -> dict[str, int]:

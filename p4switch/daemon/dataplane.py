@@ -199,11 +199,15 @@ class DataPlane:
         return {
             "ports": ports,
             "counters": self.counters.snapshot(),
-            "dataplane": {
-                "alive": self.alive(),
-                "failure": self.failure,
-                "beat_age_s": None if self._thread is None else round(time.monotonic() - self.last_beat, 3),
-            },
+            "dataplane": self.health(),
+        }
+
+    def health(self) -> dict[str, Any]:
+        """Whether the forwarding loop runs, why it stopped, and the age of its heartbeat (s)."""
+        return {
+            "alive": self.alive(),
+            "failure": self.failure,
+            "beat_age_s": None if self._thread is None else round(time.monotonic() - self.last_beat, 3),
         }
 
     # ----- the loop --------------------------------------------------------------------------

@@ -14,6 +14,7 @@ answers one JSON object per line:
             ...], "counters": {"malformed": .., "parser_errors": .., "packet_errors": .., "ingress_drops": ..,
             "egress_drops": .., "no_pipeline_drops": .., "unknown_port_drops": .., "flushed_on_reconfig": ..},
             "dataplane": {"alive": true, "failure": null, "beat_age_s": 0.01}}
+    {"cmd": "health"} -> {"ok": true, "alive": true, "failure": null, "beat_age_s": 0.01}
     {"cmd": "set_queue_rate", "rate_pps": 1000, "port": 2}   # port omitted: all ports;
                                      # rate null/0: unlimited, else 1e-3..1e9 (other values are refused)
     {"cmd": "set_queue_depth", "depth": 64, "port": 2}       # packets per priority queue

@@ -188,6 +188,8 @@ class Switch:
         command = message.get("cmd")
         if command == "stats":
             return {"ok": True, "device_id": self.options.device_id, **self.dataplane.snapshot()}
+        if command == "health":
+            return {"ok": True, **self.dataplane.health()}
         if command not in ("set_queue_rate", "set_queue_depth"):
             return {"ok": False, "error": f"unknown cmd {command!r}"}
         port = message.get("port")

@@ -8,7 +8,9 @@ down leaving nothing behind.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 
 import pytest
@@ -19,6 +21,7 @@ from emulation.measure import EQUAL, LOST
 from emulation.network import TwinnetNetwork, build_network
 from emulation.report import write_report
 from emulation.state import read_current_state
+from emulation.switches import wait_until_ready
 from topologies.build import build_topology
 
 pytestmark = pytest.mark.root
@@ -62,6 +65,31 @@ def test_ping_and_iperf_cross_twin_switches(network, topology) -> None:
         server.wait()
     fields = output.strip().splitlines()[-1].split(",")
     assert int(fields[-1]) > 0, output  # bits per second measured by iperf
+
+
+def test_a_card_whose_data_plane_stops_is_reported_dead_within_a_second(
+    network, topology, tmp_path, monkeypatch
+) -> None:
+    """The switch process stays (SIGSTOP), its data plane does not run: the run's watch finds it."""
+    victim, stop_at = "c9", 0.5
+    card = network.cards[victim]
+    monkeypatch.setattr(
+        network, "kill_card", lambda name: os.kill(network.cards[name].switch_pid, signal.SIGSTOP)
+    )
+    outcome = run(
+        network, topology, tmp_path, routing="destro", traffic="all-to-all", rate=10.0, kill=(victim, stop_at)
+    )
+    try:
+        assert [entry["card"] for entry in outcome.dead_cards] == [victim]
+        assert 0 < outcome.dead_cards[0]["detected_after_s"] - stop_at < 1.0, outcome.dead_cards
+        lost = [r for r in outcome.results if r.verdict == LOST]
+        assert lost and all(r.cause == f"card {victim} died" for r in lost)
+        accounting = outcome.accounting.to_json()
+        assert accounting["all_accounted"] and accounting["loss_causes"] == {f"card {victim} died": len(lost)}
+    finally:  # bring the card back for the tests that follow
+        if not card.is_alive():
+            card.start()
+            wait_until_ready([card], 60)
 
 
 def test_a_card_killed_mid_run_is_reported_with_its_lost_probes(network, topology, tmp_path) -> None:

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from p4switch.daemon.cli import EXIT_DATAPLANE_FAILED, FAILURE_CHECK_SECONDS
+from p4switch.daemon.cli import EXIT_DATAPLANE_FAILED
 from p4switch.daemon.dataplane import MAX_POLL_MS, DataPlane
 from p4switch.daemon.program import PipelineSlot
 from p4switch.daemon.queues import MIN_RATE_PPS, RATE_BURST_PACKETS
