@@ -66,7 +66,8 @@ from emulation.traffic import (
     endpoints_of_network,
     make_schedule,
 )
-from topologies.model import Topology
+from topologies.model import Topology, TopologyError
+from topologies.size import check_routing_size, topology_size
 
 
 @dataclass
@@ -121,6 +122,10 @@ def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = Tru
     if traffic.src.size == 0:
         raise RunInputError(f"--traffic {settings.traffic}: the pattern sends nothing on this topology")
     packets, rate = _packets_and_rate(settings, traffic, len(topology.hosts))
+    try:
+        check_routing_size(topology_size(topology), f"this {topology.family} topology")
+    except TopologyError as error:
+        raise RunInputError(str(error)) from error
     try:
         tables = compute_tables(topology, routing)
     except ValueError as error:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from topologies.model import TopologyError
 
@@ -27,6 +28,10 @@ from topologies.model import TopologyError
 MAX_TOPOLOGY_ELEMENTS = 2_000_000
 #: bytes one element costs while building (measured, see the module doc)
 BYTES_PER_ELEMENT = 400
+#: the most routing table entries a routing may be asked for, bounded by ports x hosts (one entry
+#: per ingress port and destination at most). Measured: ndt 8x8x8 DORT, bound 5.2e6, 2.1e6 entries,
+#: 272 MB in 5 s; the largest benchmark (twin 16-ary 3-tree DESTRO) has a bound of 1.3e8.
+MAX_ROUTE_ENTRY_BOUND = 200_000_000
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,24 @@ def estimate_size(
     if family == "torus":
         return TopologySize(nodes, (2 * count + 1) * nodes, nodes, (count + 1) * nodes)
     return TopologySize(2 * nodes, 2 * (count + 2) * nodes, 2 * nodes, (count + 3) * nodes)
+
+
+def topology_size(topology: Any) -> TopologySize:
+    """The counts of a built topology, as :func:`estimate_size` estimates them."""
+    counts = topology.counts()
+    links = counts["external_links"] + counts["internal_links"] + counts["host_links"]
+    ports = sum(card.num_ports for card in topology.cards.values())
+    return TopologySize(counts["cards"], ports, counts["hosts"], links)
+
+
+def check_routing_size(size: TopologySize, what: str) -> None:
+    """TopologyError when routing tables for this topology could exceed MAX_ROUTE_ENTRY_BOUND entries."""
+    bound = size.ports * size.hosts
+    if bound > MAX_ROUTE_ENTRY_BOUND:
+        raise TopologyError(
+            f"routing {what} needs up to {bound:.3g} table entries ({size.describe()}); "
+            f"twinnet routes topologies of up to {MAX_ROUTE_ENTRY_BOUND:.3g} (ports x hosts)"
+        )
 
 
 def check_topology_size(size: TopologySize, what: str) -> None:

@@ -53,9 +53,11 @@ def main(args: argparse.Namespace) -> int:
     from controller.analysis.report import analyze, write_paths
     from controller.analysis.traffic import make_traffic
     from controller.routing import algorithms_for, compute_tables, walk
+    from topologies.size import check_routing_size, topology_size
 
     topology = topology_from_args(args)
     routing = args.routing or (algorithms_for(topology.family) or ["destro"])[0]
+    check_routing_size(topology_size(topology), f"this {topology.family} topology")
     tables = compute_tables(topology, routing)
     if args.pair:
         path = walk(tables, *args.pair)

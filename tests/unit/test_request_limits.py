@@ -17,7 +17,7 @@ from emulation.run import RunInputError, RunSettings, check_schedule_size, plan_
 from emulation.run_settings import MAX_RUN_PROBES
 from topologies.build import build_topology
 from topologies.model import TopologyError
-from topologies.size import MAX_TOPOLOGY_ELEMENTS, estimate_size
+from topologies.size import MAX_ROUTE_ENTRY_BOUND, MAX_TOPOLOGY_ELEMENTS, estimate_size, topology_size
 from topologies.torus import parse_dims
 
 SMALL = [
@@ -44,6 +44,7 @@ def test_the_estimate_counts_what_the_builders_build(family: str, parameters: di
     assert size.cards == counts["cards"] and size.hosts == counts["hosts"]
     assert size.links == counts["external_links"] + counts["internal_links"] + counts["host_links"]
     assert size.ports == sum(card.num_ports for card in topology.cards.values())
+    assert topology_size(topology) == size
 
 
 @pytest.mark.parametrize(
@@ -76,6 +77,8 @@ def test_the_limit_lets_a_large_realistic_topology_through() -> None:
         ["topo", "fattree", "--k", "4", "--n", "100"],
         ["topo", "ndt", "--dims", "100000x100000x100000"],
         ["analyze", "fattree", "--k", "4", "--n", "100"],
+        ["analyze", "ndt", "--dims", "8x8x8x8"],
+        ["analyze", "ndt", "--dims", "16x16x16"],
         ["run", "fattree", "--k", "4", "--n", "2", "--twin", "--duration", "1e12"],
         ["run", "fattree", "--k", "4", "--n", "2", "--twin", "--rate", "1e9", "--duration", "1"],
         ["run", "fattree", "--k", "4", "--n", "2", "--twin", "--packets", "1000000000"],
@@ -128,3 +131,8 @@ def test_runs_within_the_limits_are_planned(fattree) -> None:
     check_schedule_size(MAX_RUN_PROBES // 16, 16)  # at the limit: no error
     plan = plan_for(fattree, packets=5, duration=1e308, rate=1e308, kill=("c1", 0.0))
     assert plan.packets_per_host == 5
+
+
+def test_the_routing_bound_admits_the_largest_benchmark() -> None:
+    size = estimate_size("fattree", k=16, n=3, twin=True)  # scripts/bench_analysis.py's largest case
+    assert size.ports * size.hosts <= MAX_ROUTE_ENTRY_BOUND
