@@ -56,16 +56,14 @@ def with_vlan_tag(frame: bytes, auxdata: bytes) -> bytes:
 
 
 def interface_rx_frames(interface: str) -> int | None:
-    """The kernel's receive counter of ``interface`` in this network namespace (/proc/net/dev)."""
-    try:
-        with open("/proc/net/dev") as handle:
-            for line in handle:
-                name, sep, values = line.partition(":")
-                if sep and name.strip() == interface:
-                    return int(values.split()[1])
-    except (OSError, ValueError, IndexError):
+    """The kernel's receive counter of ``interface`` (sysfs: one small file, whatever the machine's size)."""
+    if "/" in interface or interface in (".", ".."):
         return None
-    return None
+    try:
+        with open(f"/sys/class/net/{interface}/statistics/rx_packets") as handle:
+            return int(handle.read())
+    except (OSError, ValueError):
+        return None
 
 
 def open_port_socket(interface: str) -> tuple[socket.socket, bool]:
