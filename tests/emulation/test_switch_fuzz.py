@@ -112,12 +112,14 @@ def test_twenty_thousand_hostile_frames(tmp_path: Path) -> None:
         drain(network.b)
         rng = random.Random(SEED)
         kinds: Counter[str] = Counter()
+        tagged_runts = 0  # frames the kernel frees while untagging: outer TPID 0x8100/0x88A8, under 20 bytes
         sent = 0
         rss_after_warm_up = 0
         while sent < FRAMES:
             for _ in range(BATCH):
                 kind, frame = fuzz_frame(rng)
                 network.a.send(frame)
+                tagged_runts += frame[12:14] in (b"\x81\x00", b"\x88\xa8") and len(frame) < 20
                 kinds[kind] += 1
                 sent += 1
             wait_until_read(network, sent)
@@ -140,7 +142,7 @@ def test_twenty_thousand_hostile_frames(tmp_path: Path) -> None:
         backlog = sum(port["backlog"] for port in final["ports"])
         assert port_in["socket_drops"] == 0, port_in  # paced: the accounting below is exact
         assert port_in["rx_frames"] + port_in["unseen_frames"] == sent, (port_in, kinds)
-        assert port_in["unseen_frames"] == kinds["tagged_runt"], (port_in, kinds)
+        assert port_in["unseen_frames"] == tagged_runts >= kinds["tagged_runt"], (port_in, kinds)
         assert port_in["rx_frames"] == dropped + forwarded + backlog, (final, kinds)
         assert forwarded >= kinds["probe"]  # every untagged valid probe left on port 2
         assert final["dataplane"]["alive"] and final["dataplane"]["failure"] is None
