@@ -17,6 +17,7 @@ import pytest
 from network_checks import leftovers
 from run_checks import check_all_pairs, run
 
+from emulation import run as run_module
 from emulation.measure import EQUAL, LOST
 from emulation.network import TwinnetNetwork, build_network
 from emulation.report import write_report
@@ -71,17 +72,29 @@ def test_a_card_whose_data_plane_stops_is_reported_dead_within_a_second(
     network, topology, tmp_path, monkeypatch
 ) -> None:
     """The switch process stays (SIGSTOP), its data plane does not run: the run's watch finds it."""
-    victim, stop_at = "c9", 0.5
+    victim = "c9"
     card = network.cards[victim]
-    monkeypatch.setattr(
-        network, "kill_card", lambda name: os.kill(network.cards[name].switch_pid, signal.SIGSTOP)
-    )
+    moments: dict[str, float] = {}
+
+    class RecordingWatch(run_module.DataPlaneWatch):
+        def __enter__(self):
+            moments["started"] = self.started
+            return super().__enter__()
+
+    def stop_data_plane(name: str) -> None:
+        os.kill(network.cards[name].switch_pid, signal.SIGSTOP)
+        moments["stopped"] = time.monotonic()
+
+    monkeypatch.setattr(run_module, "DataPlaneWatch", RecordingWatch)
+    monkeypatch.setattr(network, "kill_card", stop_data_plane)  # --kill stops the process instead
     outcome = run(
-        network, topology, tmp_path, routing="destro", traffic="all-to-all", rate=10.0, kill=(victim, stop_at)
+        network, topology, tmp_path, routing="destro", traffic="all-to-all", rate=10.0, kill=(victim, 0.5)
     )
     try:
         assert [entry["card"] for entry in outcome.dead_cards] == [victim]
-        assert 0 < outcome.dead_cards[0]["detected_after_s"] - stop_at < 1.0, outcome.dead_cards
+        stopped_after_s = moments["stopped"] - moments["started"]
+        detected_after_s = outcome.dead_cards[0]["detected_after_s"]
+        assert 0 < detected_after_s - stopped_after_s < 1.0, (outcome.dead_cards, stopped_after_s)
         lost = [r for r in outcome.results if r.verdict == LOST]
         assert lost and all(r.cause == f"card {victim} died" for r in lost)
         accounting = outcome.accounting.to_json()
