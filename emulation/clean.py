@@ -18,10 +18,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from emulation import links as veths
 from emulation.state import (
@@ -111,6 +113,8 @@ def clean(
         veths.delete_link_group(group)
     shared = [name for name, group in doomed.items() if group in spared_groups]
     veths.run_ip_batch([f"link delete dev {name}" for name in shared], force=True)
+    for _path, state in states:
+        remove_socket_dir(state.socket_dir)
     for run in runs:
         forget_run(run)
     link = current_link()
@@ -119,6 +123,13 @@ def clean(
             link.unlink()
     say(report.summary())
     return report
+
+
+def remove_socket_dir(folder: str) -> None:
+    """Remove a run's folder of Unix sockets (only a twinnet one: /tmp/twinnet-*, a directory, not a link)."""
+    path = Path(folder)
+    if folder and path.name.startswith("twinnet-") and path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def terminate(pids: set[int], grace: float = TERM_GRACE_SECONDS) -> None:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from emulation.run_settings import CONTROL_OPTION
 from topologies.build import add_topology_arguments, topology_from_args
 
 #: Seconds `path` waits for its probe.
@@ -46,10 +47,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--out", type=Path, metavar="DIR", help="logs directory (default /tmp/twinnet/out/<run>)"
     )
+    group.add_argument("--control", **CONTROL_OPTION)
 
 
 @contextlib.contextmanager
-def routed_network(topology, routing: str | None, target: str, out: Path | None, progress=None) -> Iterator:
+def routed_network(
+    topology, routing: str | None, target: str, out: Path | None, progress=None, control: str = "unix"
+) -> Iterator:
     """A running network with `routing`'s tables installed: yields (plan, network, cards); torn down after."""
     from emulation.card_access import open_cards
     from emulation.network import build_network
@@ -57,7 +61,12 @@ def routed_network(topology, routing: str | None, target: str, out: Path | None,
 
     plan = plan_run(topology, RunSettings(routing=routing, target=target, out=out, packets=1))
     with build_network(
-        topology, target=plan.switch_class.target_name, out_dir=out, check_capacity=False, progress=progress
+        topology,
+        target=plan.switch_class.target_name,
+        out_dir=out,
+        check_capacity=False,
+        progress=progress,
+        control=control,
     ) as network:
         with open_cards(network) as cards:
             cards.install(plan.tables)
@@ -199,7 +208,7 @@ def counter_lines(network, cards, name: str) -> list[str]:
         from p4switch.daemon.side_channel import request
 
         with contextlib.suppress(OSError):
-            stats = request(network.cards[name].side_channel_port, {"cmd": "stats"}, timeout=2.0)
+            stats = request(network.cards[name].control_target, {"cmd": "stats"}, timeout=2.0)
             for port in stats.get("ports", []):
                 drops = sum(q["tail_drops"] for q in port.get("queues", []))
                 lines.append(
@@ -268,7 +277,7 @@ def main(args: argparse.Namespace) -> int:
     from emulation.traffic import TrafficEngine, endpoints_of_network
 
     topology = topology_from_args(args)
-    with routed_network(topology, args.routing, args.target, args.out, stderr_progress) as (
+    with routed_network(topology, args.routing, args.target, args.out, stderr_progress, args.control) as (
         plan,
         network,
         cards,

@@ -5,7 +5,7 @@
 
     topology = build_topology("ndt", dims="2x4x2")
     with build_network(topology, target="embedded", out_dir="out/run1") as network:
-        network.state.cards[0].grpc_address     # "127.0.0.1:20000" (see emulation.state)
+        network.state.cards[0].grpc_address     # "unix:/tmp/twinnet-.../c0.p4rt" (see emulation.state)
         network.host(3).cmd("ping -c1", network.host(5).IP())
         network.kill_card("c7"); network.alive_cards()
 
@@ -39,6 +39,7 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -94,6 +95,8 @@ DEFAULT_LOCK_TIMEOUT = 600.0
 TEARDOWN_IGNORED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: Programs the builder runs: Mininet's mnexec, iproute2's ip, ethtool (in the hosts' namespaces).
 REQUIRED_TOOLS = ("mnexec", "ip", "ethtool")
+#: where the cards' control surfaces listen: Unix sockets in a private folder, or loopback TCP ports
+CONTROL_KINDS = ("unix", "tcp")
 #: Seconds Mininet shells get between SIGHUP and SIGKILL at teardown.
 SHELL_GRACE_SECONDS = 3.0
 #: Threads creating Mininet nodes (each waits for a bash shell to start).
@@ -156,7 +159,13 @@ class TwinnetNetwork:
         start_timeout: float | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         progress: Progress | None = stderr_progress,
+        control: str = "unix",
     ) -> None:
+        if control not in CONTROL_KINDS:
+            raise NetworkError(f"control must be one of {', '.join(CONTROL_KINDS)}, got {control!r}")
+        self.control = control
+        #: the run's private folder (mode 0700) of the cards' Unix sockets; None with control="tcp"
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="twinnet-")) if control == "unix" else None
         self.topology = topology
         self.switch_class = switch_class
         self.program = program
@@ -323,7 +332,7 @@ class TwinnetNetwork:
             (card.name, port)
             for card in self.cards_in_order()
             for port in (self._grpc_port(card.card_id), self._side_channel_port(card.card_id))
-            if port_open(port)
+            if self.socket_dir is None and port_open(port)
         ]
         if busy:
             card, port = busy[0]
@@ -352,6 +361,7 @@ class TwinnetNetwork:
                 log_path=logs / f"{card.name}.log",
                 grpc_port=self._grpc_port(card.card_id),
                 side_channel_port=self._side_channel_port(card.card_id),
+                socket_dir=self.socket_dir,
                 log_console=self.log_console,
                 run_env=self.run_env,
             )
@@ -411,14 +421,20 @@ class TwinnetNetwork:
 
     # -- state file ------------------------------------------------------------------------
 
+    def _addresses(self, card) -> tuple[str, int | str]:
+        return self.switch_class.addresses(
+            card.name, self.socket_dir, self._grpc_port(card.card_id), self._side_channel_port(card.card_id)
+        )
+
     def _initial_state(self) -> NetworkState:
         cards = [
             CardState(
                 name=card.name,
                 card_id=card.card_id,
                 device_id=card.card_id,
-                grpc_address=f"127.0.0.1:{self._grpc_port(card.card_id)}",
+                grpc_address=self._addresses(card)[0],
                 side_channel_port=self._side_channel_port(card.card_id),
+                control=str(self._addresses(card)[1]),
                 target=self.switch_class.target_name,
                 p4info=str(self.program.p4info) if self.program.p4info else None,
                 device_config=str(self.program.device_config),
@@ -462,6 +478,7 @@ class TwinnetNetwork:
             mtu={"link": veths.LINK_MTU, "host_ip": veths.HOST_IP_MTU},
             cards=cards,
             hosts=hosts,
+            socket_dir=str(self.socket_dir or ""),
         )
 
     def _write_state(self, *, make_current: bool = True) -> None:
@@ -542,6 +559,8 @@ class TwinnetNetwork:
 
     def _forget_state(self) -> None:
         forget_run(self.run_id)
+        if self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
         self.state.status = "stopped"
         write_record(self.state, self.out_dir / "state.json")
 
@@ -608,6 +627,7 @@ def build_network(
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     check_capacity: bool = True,
     progress: Progress | None = stderr_progress,
+    control: str = "unix",
 ) -> TwinnetNetwork:
     """Build and start a network for `topology`; use it as a context manager so that it is torn down.
 
@@ -615,9 +635,14 @@ def build_network(
     P4CardSwitch subclass). ``program``: the card program (.p4; bmv2 also takes p4c's
     .json). ``out_dir``: logs (logs/c<id>.log), host set-up files and the state record
     (default /tmp/twinnet/out/<run id>). ``link_delay``: a netem delay on card-card
-    links, e.g. "1ms". Raises NetworkError / SwitchError / CapacityError before
+    links, e.g. "1ms". ``control``: "unix" (default) puts every card's P4Runtime server
+    and side channel on Unix sockets in a folder only this user can enter (the run's
+    ``socket_dir``); "tcp" on 127.0.0.1 ports, as simple_switch_grpc has them, which any
+    local user can reach. Raises NetworkError / SwitchError / CapacityError before
     anything starts when the network cannot run here.
     """
+    if control not in CONTROL_KINDS:
+        raise NetworkError(f"control must be one of {', '.join(CONTROL_KINDS)}, got {control!r}")
     switch_class = switch_class or select_target(target)
     program = Path(program).resolve()
     if not program.is_file():
@@ -668,5 +693,6 @@ def build_network(
         start_timeout=start_timeout,
         lock_timeout=lock_timeout,
         progress=progress,
+        control=control,
     )
     return network.start()

@@ -21,11 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from controller.analysis.deadlock import check_deadlock
 from controller.analysis.paths import AllPairs
 from controller.analysis.traffic import Traffic, make_traffic
 from controller.routing import RoutingTables, algorithms_for, compute_tables
 from emulation.links import LINK_MTU
+from emulation.liveness import DataPlaneWatch
 from emulation.measure import (
     Accounting,
     ChannelCheck,
@@ -45,11 +48,13 @@ from emulation.packets import MAX_TRACE, TRACE_ENTRY_LEN
 from emulation.progress import ProgressBar
 from emulation.run_links import check_link_plan, set_link_rate
 from emulation.run_settings import (  # noqa: F401  (re-exported: the run's settings live with the run)
+    BYTES_PER_PROBE,
     DEFAULT_PACKETS,
     DEFAULT_RATE_PPS,
     DEFAULT_SIZE,
     DRAIN_LIMIT_S,
     DRAIN_QUIET_S,
+    MAX_RUN_PROBES,
     RunInputError,
     RunSettings,
 )
@@ -62,7 +67,8 @@ from emulation.traffic import (
     endpoints_of_network,
     make_schedule,
 )
-from topologies.model import Topology
+from topologies.model import Topology, TopologyError
+from topologies.size import check_routing_size, topology_size
 
 
 @dataclass
@@ -118,6 +124,10 @@ def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = Tru
         raise RunInputError(f"--traffic {settings.traffic}: the pattern sends nothing on this topology")
     packets, rate = _packets_and_rate(settings, traffic, len(topology.hosts))
     try:
+        check_routing_size(topology_size(topology), f"this {topology.family} topology")
+    except TopologyError as error:
+        raise RunInputError(str(error)) from error
+    try:
         tables = compute_tables(topology, routing)
     except ValueError as error:
         raise RunInputError(f"--routing: {error}") from error
@@ -141,12 +151,12 @@ def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = Tru
             f"a path of {longest} cards adds {TRACE_ENTRY_LEN * longest} bytes of trace "
             f"within MTU {LINK_MTU})"
         )
-    if settings.kill is not None and settings.kill[0] not in topology.cards:
-        raise RunInputError(f"--kill: no card {settings.kill[0]!r} in this topology")
     schedule = make_schedule(traffic, len(topology.hosts), packets, rate, seed=settings.seed)
     summary = "; ".join(
         part for part in (summary, check_link_plan(settings, rate, schedule, all_pairs)) if part
     )
+    if settings.kill is not None:
+        check_kill(settings.kill, topology, schedule.duration)
     return RunPlan(
         topology,
         settings,
@@ -163,6 +173,18 @@ def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = Tru
     )
 
 
+def check_kill(kill: tuple[str, float], topology: Topology, sending_s: float) -> None:
+    """RunInputError unless the card exists and the time falls while probes are sent (0..sending_s)."""
+    card, seconds = kill
+    if card not in topology.cards:
+        raise RunInputError(f"--kill: no card {card!r} in this topology")
+    if not (math.isfinite(seconds) and 0 <= seconds <= sending_s):
+        raise RunInputError(
+            f"--kill {card}@{seconds:g}: the time must be 0..{sending_s:g} s (while probes are sent), "
+            "or the fault would hit nothing"
+        )
+
+
 def _packets_and_rate(settings: RunSettings, traffic: Traffic, num_pes: int) -> tuple[int, float]:
     """Probes per host and rate (pps per host) from --packets, --duration, --rate."""
     rate = DEFAULT_RATE_PPS if settings.rate is None else settings.rate
@@ -172,10 +194,33 @@ def _packets_and_rate(settings: RunSettings, traffic: Traffic, num_pes: int) -> 
         )
     if settings.packets is not None and settings.packets < 1:
         raise RunInputError(f"--packets must be at least 1, got {settings.packets}")
-    if settings.duration is not None and not settings.duration > 0:
-        raise RunInputError(f"--duration must be positive, got {settings.duration}")
+    if settings.duration is not None and not (settings.duration > 0 and math.isfinite(settings.duration)):
+        raise RunInputError(f"--duration must be a positive number of seconds, got {settings.duration}")
+    senders = int(np.unique(traffic.src).size)
+    if settings.duration is not None and settings.packets is None:
+        check_schedule_size(rate * settings.duration, senders)  # before a huge product becomes an int
+    packets, rate = _probes_per_host(settings, traffic, num_pes, rate)
+    check_schedule_size(packets, senders)
+    return packets, rate
+
+
+def check_schedule_size(packets_per_host: float, senders: int) -> None:
+    """RunInputError when the schedule would exceed MAX_RUN_PROBES (checked before it is allocated)."""
+    total = packets_per_host * senders
+    if not total <= MAX_RUN_PROBES:
+        raise RunInputError(
+            f"{packets_per_host:,.0f} probes per host from {senders} hosts is {total:,.0f} probes "
+            f"(about {total * BYTES_PER_PROBE / 1e9:.3g} GB to schedule and judge); a run sends at most "
+            f"{MAX_RUN_PROBES:,}: lower --packets, --duration or --rate"
+        )
+
+
+def _probes_per_host(settings: RunSettings, traffic: Traffic, num_pes: int, rate: float) -> tuple[int, float]:
+    """Probes per host and the rate; a product of rate and duration past any schedule is kept finite."""
+    if settings.duration is not None:
+        # what a host can send in the duration (kept finite: past MAX_RUN_PROBES the run is refused)
+        can_send = int(math.floor(min(rate * settings.duration, MAX_RUN_PROBES + 1.0) + 1e-9))
     if settings.packets is not None and settings.duration is not None:
-        can_send = int(math.floor(rate * settings.duration + 1e-9))
         if settings.packets > can_send:
             raise RunInputError(
                 f"--packets {settings.packets} per host cannot be sent in --duration {settings.duration:g} s "
@@ -185,7 +230,7 @@ def _packets_and_rate(settings: RunSettings, traffic: Traffic, num_pes: int) -> 
     if settings.packets is not None:
         return settings.packets, rate
     if settings.duration is not None:
-        return max(1, int(math.floor(rate * settings.duration + 1e-9))), rate
+        return max(1, can_send), rate
     if traffic.name == "all-to-all":
         return num_pes - 1, rate
     return DEFAULT_PACKETS, rate
@@ -235,6 +280,7 @@ def execute(
         out_dir=plan.settings.out,
         check_capacity=False,
         progress=progress,
+        control=plan.settings.control,
     )
     with network:
         bring_up = time.monotonic() - started
@@ -322,8 +368,8 @@ def _inject_and_drain(
             killed = True
         for name in network.dead_cards():
             if name not in deaths:
-                deaths[name] = round(elapsed, 3)
-                say(f"card {name} died {elapsed:.2f} s into the run; probes crossing it will be lost")
+                deaths[name] = watcher.deaths.get(name, round(elapsed, 3))
+                say(f"card {name} died {deaths[name]:.2f} s into the run; probes crossing it will be lost")
 
     bar = ProgressBar("sending ", len(schedule), enabled=show_bars)
 
@@ -333,46 +379,50 @@ def _inject_and_drain(
         return True
 
     mark = time.monotonic()
-    record = engine.inject(schedule, plan.settings.size, tick=sending)
-    timings["inject_s"] = time.monotonic() - mark
-    bar.finish(record.sent, f"received {engine.received_count()}")
-    drain_bar = ProgressBar("receiving", record.sent, enabled=show_bars)
+    # a card whose data plane stops (its process still running) is found and killed by the watch
+    with DataPlaneWatch(network, mark) as watcher:
+        record = engine.inject(schedule, plan.settings.size, tick=sending)
+        timings["inject_s"] = time.monotonic() - mark
+        bar.finish(record.sent, f"received {engine.received_count()}")
+        drain_bar = ProgressBar("receiving", record.sent, enabled=show_bars)
 
-    def draining(count: int, elapsed: float) -> bool:
-        watch(timings["inject_s"] + elapsed)
-        drain_bar.update(count)
-        return True
+        def draining(count: int, elapsed: float) -> bool:
+            watch(timings["inject_s"] + elapsed)
+            drain_bar.update(count)
+            return True
 
-    mark = time.monotonic()
-    if record.interrupted:
-        say(f"interrupted after {record.sent} probes: measuring what was sent, then tearing down")
-    try:
-        quiet, limit = (0.5, 2.0) if record.interrupted else (DRAIN_QUIET_S, DRAIN_LIMIT_S)
-        engine.wait_for(record.sent, quiet, limit, tick=draining)
-    except KeyboardInterrupt:
-        record.interrupted = True
-    timings["drain_s"] = time.monotonic() - mark
-    watch(timings["inject_s"] + timings["drain_s"])
-    drain_bar.finish(engine.received_count())
-    offered = len(schedule) / schedule.duration if schedule.duration > 0 else None
-    sending_s = (record.finished_us - record.started_us) / 1e6 if record.started_us else 0.0
-    injection = {
-        "probes_scheduled": len(schedule),
-        "probes_sent": record.sent,
-        "send_errors": len(record.errors),
-        "packets_per_host": plan.packets_per_host,
-        "rate_pps_per_host": plan.rate,
-        "offered_pps_total": round(offered, 1) if offered else None,
-        "achieved_send_pps_total": round(record.sent / sending_s, 1) if sending_s > 0 else None,
-        "late_probes": record.late_probes,
-        "late_threshold_s": LATE_THRESHOLD_S,
-        "max_lateness_s": round(record.max_late_s, 6),
-        "size_bytes": plan.settings.size,
-        "link_rate_pps": plan.settings.link_rate,
-        "schedule_duration_s": round(schedule.duration, 3),
-    }
-    interrupted = f"interrupted after {record.sent} of {len(schedule)} probes" if record.interrupted else None
-    return {"record": record, "deaths": deaths, "injection": injection, "interrupted": interrupted}
+        mark = time.monotonic()
+        if record.interrupted:
+            say(f"interrupted after {record.sent} probes: measuring what was sent, then tearing down")
+        try:
+            quiet, limit = (0.5, 2.0) if record.interrupted else (DRAIN_QUIET_S, DRAIN_LIMIT_S)
+            engine.wait_for(record.sent, quiet, limit, tick=draining)
+        except KeyboardInterrupt:
+            record.interrupted = True
+        timings["drain_s"] = time.monotonic() - mark
+        watch(timings["inject_s"] + timings["drain_s"])
+        drain_bar.finish(engine.received_count())
+        offered = len(schedule) / schedule.duration if schedule.duration > 0 else None
+        sending_s = (record.finished_us - record.started_us) / 1e6 if record.started_us else 0.0
+        injection = {
+            "probes_scheduled": len(schedule),
+            "probes_sent": record.sent,
+            "send_errors": len(record.errors),
+            "packets_per_host": plan.packets_per_host,
+            "rate_pps_per_host": plan.rate,
+            "offered_pps_total": round(offered, 1) if offered else None,
+            "achieved_send_pps_total": round(record.sent / sending_s, 1) if sending_s > 0 else None,
+            "late_probes": record.late_probes,
+            "late_threshold_s": LATE_THRESHOLD_S,
+            "max_lateness_s": round(record.max_late_s, 6),
+            "size_bytes": plan.settings.size,
+            "link_rate_pps": plan.settings.link_rate,
+            "schedule_duration_s": round(schedule.duration, 3),
+        }
+        interrupted = (
+            f"interrupted after {record.sent} of {len(schedule)} probes" if record.interrupted else None
+        )
+        return {"record": record, "deaths": deaths, "injection": injection, "interrupted": interrupted}
 
 
 def queue_drop_counts(network) -> dict[str, int]:
@@ -389,7 +439,7 @@ def queue_drop_counts(network) -> dict[str, int]:
         if not card.is_alive():
             continue
         try:
-            stats = request(card.side_channel_port, {"cmd": "stats"}, timeout=2.0)
+            stats = request(card.control_target, {"cmd": "stats"}, timeout=2.0)
         except OSError:
             continue
         counts[name] = sum(

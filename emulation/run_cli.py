@@ -17,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from emulation.run_settings import CONTROL_OPTION
 from topologies.build import add_topology_arguments, topology_from_args
 
 
@@ -75,6 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="report and logs directory (default /tmp/twinnet/out/<run id>)",
     )
+    run.add_argument("--control", **CONTROL_OPTION)
     run.add_argument(
         "--seed",
         type=int,
@@ -126,6 +128,7 @@ def settings_from_args(args: argparse.Namespace):
         seed=args.seed,
         kill=kill,
         link_rate=parse_link_rate(args.link_rate, args.size) if args.link_rate else None,
+        control=args.control,
         pattern_options=options,
     )
 

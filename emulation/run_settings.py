@@ -20,6 +20,20 @@ DEFAULT_SIZE = 64
 DRAIN_QUIET_S = 2.0
 #: ... or at most this long (s).
 DRAIN_LIMIT_S = 30.0
+#: The most probes one run sends, all hosts together. A run keeps a few hundred bytes per probe
+#: (schedule, send times, the judged result: BYTES_PER_PROBE, an estimate), so this bounds it near 1 GB;
+#: a larger request is refused before anything is allocated.
+MAX_RUN_PROBES = 2_000_000
+BYTES_PER_PROBE = 500
+
+
+#: ``--control`` of ``twinnet run`` and ``twinnet cli``: where the cards' control surfaces listen
+CONTROL_OPTION = {
+    "choices": ("unix", "tcp"),
+    "default": "unix",
+    "help": "cards' P4Runtime and side channel: unix (default; sockets in a folder only you can enter) "
+    "or tcp (127.0.0.1 ports as simple_switch_grpc has them: any local user can reach them)",
+}
 
 
 class RunInputError(TwinnetError, ValueError):
@@ -42,5 +56,6 @@ class RunSettings:
     kill: tuple[str, float] | None = None
     #: packets per second of every link (cards' queues, the injector's pacing); None: as fast as the CPU
     link_rate: float | None = None
+    control: str = "unix"
     check_capacity: bool = True
     pattern_options: dict[str, Any] = field(default_factory=dict)

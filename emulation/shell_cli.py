@@ -68,9 +68,11 @@ def find_card(state: Any, card: str) -> Any:
 
 
 def load_state(path: str | None) -> Any:
+    """The running network's state (the current one, or `path`'s); StateFileError or OSError if none."""
     if path is None:
-        return network_state.read_current_state()
-    return network_state.read_state(path)
+        network_state.read_current_state()  # a clear error when no network runs
+        return network_state.read_live_state(network_state.current_link())
+    return network_state.read_live_state(path)
 
 
 def shell_settings(card_state: Any, write: bool) -> dict[str, Any]:
@@ -122,7 +124,11 @@ def run_shell(settings: dict[str, Any], environment: Path = SHELL_ENVIRONMENT) -
 
 
 def main(args: argparse.Namespace) -> int:
-    state = load_state(args.state)
+    try:
+        state = load_state(args.state)
+    except (OSError, network_state.StateFileError) as error:
+        print(f"twinnet shell: {error}", file=sys.stderr)
+        return 2
     try:
         card_state = find_card(state, args.card)
     except KeyError as error:

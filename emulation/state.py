@@ -62,7 +62,9 @@ def lock_path() -> Path:
 class CardState:
     """One card: its switch process and how to reach its P4Runtime server.
 
-    ``side_channel_port``: bmv2's Thrift server / the embedded target's side channel, on 127.0.0.1.
+    ``grpc_address``: ``unix:/path`` (a folder only the network's owner can enter) or 127.0.0.1:PORT.
+    ``side_channel_port``: bmv2's Thrift server / the embedded target's side channel, on 127.0.0.1;
+    ``control``: where the side channel really listens (``unix:/path``, or that port as text).
     ``p4info``: P4Info text file (None when the target's compiler API is not available);
     ``device_config``: what the switch was started with (bmv2 JSON, or the .p4 source).
     ``killed``: the card was stopped on purpose (TwinnetNetwork.kill_card).
@@ -80,6 +82,7 @@ class CardState:
     interfaces: list[str]
     pid: int | None = None
     killed: bool = False
+    control: str = ""
 
 
 @dataclass
@@ -108,7 +111,8 @@ class NetworkState:
 
     ``status`` is "starting", "running" or "stopped". ``owner`` is "<pid>:<start time>"
     of the Python process that built the network (see :func:`process_identity`);
-    ``link_group`` the Linux link group of all its root-namespace interfaces.
+    ``link_group`` the Linux link group of all its root-namespace interfaces;
+    ``socket_dir`` the private folder of the cards' Unix sockets ("" when they use TCP).
     """
 
     run_id: str
@@ -124,6 +128,7 @@ class NetworkState:
     cards: list[CardState] = field(default_factory=list)
     hosts: list[HostState] = field(default_factory=list)
     version: int = STATE_VERSION
+    socket_dir: str = ""
 
     def card(self, name: str) -> CardState:
         for card in self.cards:
@@ -192,8 +197,67 @@ def _write_atomic(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
+class StateFileError(ValueError):
+    """A state file that cannot be used: not JSON, not a twinnet state's shape, or its run has ended."""
+
+
 def read_state(path: str | Path) -> NetworkState:
-    return NetworkState.from_json(json.loads(Path(path).read_text()))
+    """The state in `path`; StateFileError naming the file when it is not JSON or not a state's shape."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as error:
+        raise StateFileError(f"{path}: not a twinnet state file (invalid JSON: {error})") from None
+    except UnicodeDecodeError:
+        raise StateFileError(f"{path}: not a twinnet state file (not UTF-8 text)") from None
+    try:
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON object expected, found {type(data).__name__}")
+        for key in ("cards", "hosts"):
+            if not isinstance(data.get(key, []), list) or not all(
+                isinstance(x, dict) for x in data.get(key, [])
+            ):
+                raise TypeError(f"{key!r} must be a list of objects")
+        state = NetworkState.from_json(data)
+        _check_types(state)
+    except (TypeError, ValueError) as error:
+        raise StateFileError(f"{path}: not a twinnet state file ({error})") from None
+    return state
+
+
+def _check_types(state: NetworkState) -> None:
+    """TypeError naming the first field whose value is not of the declared type (str, int, float, bool)."""
+    simple = {
+        "str": str,
+        "int": int,
+        "float": (int, float),
+        "bool": bool,
+        "list[str]": list,
+        "dict[str, Any]": dict,
+        "dict[str, int]": dict,
+    }
+    for record in (state, *state.cards, *state.hosts):
+        for item in dataclasses.fields(record):
+            value = getattr(record, item.name)
+            declared = str(item.type)
+            optional = declared.endswith("| None")
+            kind = simple.get(declared.removesuffix(" | None").strip())
+            if kind is None or (optional and value is None):
+                continue
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise TypeError(f"{type(record).__name__}.{item.name} is {value!r}, not {declared}")
+
+
+def read_live_state(path: str | Path) -> NetworkState:
+    """The state in `path` if its run is up (status running, its builder alive); else StateFileError.
+
+    A stopped run's addresses may now belong to another network's cards: never connect to them.
+    """
+    state = read_state(path)
+    if state.status != "running":
+        raise StateFileError(f"{path}: run {state.run_id} is {state.status}, not running")
+    if not identity_alive(state.owner):
+        raise StateFileError(f"{path}: run {state.run_id} has ended (its process {state.owner} is gone)")
+    return state
 
 
 def read_current_state() -> NetworkState:

@@ -9,14 +9,17 @@ started as simple_switch_grpc's command line has it::
     twinnet-switch     --device-id N -i 1@c3-eth1 ...            --thrift-port T card.p4 \\
         -- --grpc-server-addr 127.0.0.1:G --priority-queues 8
 
-Device id = card id; P4Runtime on 127.0.0.1:(:data:`GRPC_PORT_BASE` + card id); the
-Thrift server of bmv2 (the JSON side channel of the embedded target: queue counters
-and rates) on 127.0.0.1:(:data:`SIDE_CHANNEL_PORT_BASE` + card id). Both bases stay below
-Linux's ephemeral port range (32768-60999) so that no client connection takes them.
+Device id = card id. By default (a network's ``control="unix"``) P4Runtime listens on
+``unix:<socket_dir>/<card>.p4rt`` and the embedded target's JSON side channel (queue
+counters and rates) on ``unix:<socket_dir>/<card>.ctl``, in a folder only the network's
+owner can enter; with ``control="tcp"`` (and always for bmv2's Thrift server), on
+127.0.0.1:(:data:`GRPC_PORT_BASE` + card id) and 127.0.0.1:(:data:`SIDE_CHANNEL_PORT_BASE` +
+card id). Both bases stay below Linux's ephemeral port range (32768-60999) so that no
+client connection takes them.
 
 Starting is split in two so that a network starts all its cards at once:
 :meth:`P4CardSwitch.start` launches the process and returns; :func:`wait_until_ready`
-waits, with one deadline for all, until every card's gRPC port accepts connections,
+waits, with one deadline for all, until every card's gRPC address accepts connections,
 and fails with the card's name and log file if a process dies or the deadline passes.
 :func:`stop_switches` stops many at once (SIGTERM, then SIGKILL after a grace period).
 """
@@ -77,6 +80,9 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
 
     Parameters (besides Mininet's): ``card_id``; ``program`` (a :class:`PreparedProgram`);
     ``log_path``; ``grpc_port`` and ``side_channel_port`` (default: the bases + card id);
+    ``socket_dir``: a folder only the network's owner can enter, for the Unix sockets of
+    P4Runtime (``<name>.p4rt``) and the side channel (``<name>.ctl``, the embedded target;
+    bmv2's Thrift server is TCP only); without it both are TCP on loopback;
     ``device_id`` (default: card id); ``log_console`` (the switch logs every packet).
     """
 
@@ -84,6 +90,8 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
     target_name: ClassVar[str] = ""
     #: resident memory of one switch process with the card program loaded, MB (capacity estimate)
     estimated_rss_mb: ClassVar[float] = 100.0
+    #: whether the target's side channel can listen on a Unix socket (bmv2's Thrift server cannot)
+    unix_side_channel: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -94,12 +102,15 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         log_path: str | Path,
         grpc_port: int | None = None,
         side_channel_port: int | None = None,
+        socket_dir: str | Path | None = None,
         device_id: int | None = None,
         log_console: bool = False,
         run_env: Mapping[str, str] | None = None,
         **params,
     ) -> None:
         self.card_id = card_id
+        #: the private folder of the run's Unix sockets (None: TCP on loopback, reachable by any local user)
+        self.socket_dir = Path(socket_dir) if socket_dir is not None else None
         self.device_id = card_id if device_id is None else device_id
         self.program = program
         self.log_path = Path(log_path)
@@ -127,6 +138,7 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         command += ["--thrift-port", str(self.side_channel_port)]
         if self.log_console:
             command.append("--log-console")
+        command += self.control_arguments()
         command += [
             str(self.program.device_config),
             "--",
@@ -136,6 +148,10 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
             str(PRIORITY_QUEUES),
         ]
         return command
+
+    def control_arguments(self) -> list[str]:
+        """Options (before ``--``) that put the side channel on a Unix socket, if the target has one."""
+        return []
 
     @classmethod
     def missing(cls) -> str | None:
@@ -153,9 +169,26 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
 
     # -- common -----------------------------------------------------------------
 
+    @classmethod
+    def addresses(
+        cls, name: str, socket_dir: Path | None, grpc_port: int, side_channel_port: int
+    ) -> tuple[str, int | str]:
+        """(P4Runtime address, side channel) of card ``name``: ``unix:<socket_dir>/<name>.p4rt`` (and
+        ``.ctl`` where the target's side channel can be a Unix socket), else 127.0.0.1 TCP ports."""
+        if socket_dir is None:
+            return f"127.0.0.1:{grpc_port}", side_channel_port
+        unix_control = f"unix:{socket_dir / f'{name}.ctl'}"
+        control: int | str = unix_control if cls.unix_side_channel else side_channel_port
+        return f"unix:{socket_dir / f'{name}.p4rt'}", control
+
     @property
     def grpc_address(self) -> str:
-        return f"127.0.0.1:{self.grpc_port}"
+        return self.addresses(self.name, self.socket_dir, self.grpc_port, self.side_channel_port)[0]
+
+    @property
+    def control_target(self) -> int | str:
+        """Where the side channel listens: ``unix:<socket_dir>/<name>.ctl`` or the Thrift TCP port."""
+        return self.addresses(self.name, self.socket_dir, self.grpc_port, self.side_channel_port)[1]
 
     def data_ports(self) -> list[tuple[int, str]]:
         """(port number, interface name) of every data port, by port number."""
@@ -201,8 +234,8 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         return self.process is not None and self.process.poll() is None
 
     def accepts_connections(self) -> bool:
-        """Whether something accepts TCP connections on the card's gRPC port."""
-        return port_open(self.grpc_port)
+        """Whether something accepts connections on the card's gRPC address (Unix socket or TCP port)."""
+        return address_open(self.grpc_address)
 
     def kill(self) -> None:
         """Stop the switch process abruptly (SIGKILL), as a card failure; the interfaces stay."""
@@ -237,6 +270,7 @@ class EmbeddedSwitch(P4CardSwitch):
     """The embedded P4 target (``twinnet-switch``, p4switch): runs the .p4 source directly."""
 
     target_name = "embedded"
+    unix_side_channel = True
     #: one twinnet-switch with p4src/card.p4 loaded measures 48-51 MB RSS idle (scripts/bench_bringup.py,
     #: of which shared libraries are counted in every process); room for tables and full queues
     estimated_rss_mb = 56.0
@@ -281,12 +315,15 @@ class EmbeddedSwitch(P4CardSwitch):
     def program_command(self) -> list[str]:
         return self.executable() or ["twinnet-switch"]
 
+    def control_arguments(self) -> list[str]:
+        return ["--side-channel", str(self.control_target)] if self.socket_dir is not None else []
+
     def set_port_rates(self, rates: Mapping[int, float | None]) -> None:
         from p4switch.daemon.side_channel import request
 
         for port, rate in rates.items():
             answer = request(
-                self.side_channel_port, {"cmd": "set_queue_rate", "rate_pps": rate or None, "port": port}
+                self.control_target, {"cmd": "set_queue_rate", "rate_pps": rate or None, "port": port}
             )
             if not answer.get("ok"):
                 raise SwitchError(
@@ -373,6 +410,20 @@ def select_target(target: str) -> type[P4CardSwitch]:
 
 
 # -- many switches at once ---------------------------------------------------------
+
+
+def address_open(address: str, timeout: float = 0.2) -> bool:
+    """Whether a connection to ``unix:/path`` or ``HOST:PORT`` is accepted."""
+    if not address.startswith("unix:"):
+        host, _, port = address.rpartition(":")
+        return port_open(int(port), host, timeout)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout)
+        try:
+            probe.connect(address[len("unix:") :])
+        except OSError:
+            return False
+    return True
 
 
 def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:

@@ -247,7 +247,7 @@ class CardWorkload:
         return data + bytes(64 - len(data))
 
     def device_config(self) -> bytes:
-        return f"file:{REPO / 'p4src' / 'card.p4'}".encode()
+        return (REPO / "p4src" / "card.p4").read_bytes()  # program text: the switch refuses file: references
 
     def pipeline_cost(self, frames: int = 20000) -> tuple[float, float]:
         """Frames per CPU-second of the language core alone (no I/O): ingress() + egress(), and run_fused."""

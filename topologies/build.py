@@ -21,6 +21,9 @@ from typing import Any
 
 from topologies.model import Topology, TopologyError
 
+#: a torus of more dimensions has at least 2^64 nodes (its radices are at least 2)
+MAX_DIMENSIONS = 64
+
 #: family word on the command line -> what it builds
 FAMILIES: dict[str, str] = {
     "fattree": "k-ary n-tree (Villar 2011); --twin builds it of twin switches",
@@ -41,14 +44,18 @@ def build_topology(
     dims: str | list[int] | tuple[int, ...] | None = None,
 ) -> Topology:
     """Build a topology of `family` (a key of FAMILIES); a parameter the family does not take is an error."""
-    from topologies.fattree import kary_ntree, twin_fattree
-    from topologies.torus import ndt_torus, torus
+    from topologies.fattree import check_tree_parameters, kary_ntree, twin_fattree
+    from topologies.size import check_topology_size, estimate_size
+    from topologies.torus import ndt_torus, parse_dims, torus
 
     given = {"r": r, "config": config, "root_config": root_config, "dims": dims, "twin": twin or None}
     if family == "fattree":
         _refuse(family, given, allowed=("r", "config", "root_config", "twin") if twin else ())
         if k is None or n is None:
             raise TopologyError("fattree needs both k (switch arity) and n (stages), e.g. --k 4 --n 2")
+        check_tree_parameters(k, n)
+        size = estimate_size(family, k=k, n=n, twin=twin, r=r)
+        check_topology_size(size, f"fattree k={k} n={n}{' twin' if twin else ''}")
         if not twin:
             return kary_ntree(k, n)
         return twin_fattree(k, n, r=r, config=config or "pairs", root_config=root_config or "alldown")
@@ -57,9 +64,13 @@ def build_topology(
         if dims is None:
             if k is None or n is None:
                 raise TopologyError(f"{family} needs dims (e.g. --dims 4x4x4) or both k and n (--k 4 --n 3)")
+            if n > MAX_DIMENSIONS or n < 1:
+                raise TopologyError(f"{family}: n (dimensions) must be 1..{MAX_DIMENSIONS}, got {n}")
             dims = [k] * n
         elif k is not None or n is not None:
             raise TopologyError(f"{family}: give either dims or k and n, not both")
+        dims = parse_dims(dims)
+        check_topology_size(estimate_size(family, dims=dims), f"{family} {'x'.join(map(str, dims))}")
         if family == "ndt":
             return ndt_torus(dims, config or "cbest")
         return torus(dims)

@@ -30,7 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a twin can take (ndt: all (1/2)C(2n,n); fattree --twin: the optimal pair configurations)",
     )
     show.add_argument(
-        "--list-configs", action="store_const", const="configs", dest="list_what",
+        "--list-configs",
+        action="store_const",
+        const="configs",
+        dest="list_what",
         help="the same as --list configs",
     )
     show.add_argument("--json", action="store_true", help="print the whole topology as JSON")

@@ -122,12 +122,7 @@ def check_costs(**costs: float) -> None:
     topologies.cost.CostModelError: cost parameter b must be a finite number >= 0, got -1
     """
     for name, value in costs.items():
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, Real)
-            or not math.isfinite(value)
-            or value < 0
-        ):
+        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value < 0:
             raise CostModelError(f"cost parameter {name} must be a finite number >= 0, got {value!r}")
 
 

@@ -86,8 +86,9 @@ def summary_lines(topo: Topology) -> list[str]:
         from topologies.torus import equivalent_torus_dims
 
         shape = "x".join(map(str, equivalent_torus_dims(topo.params["dims"])))
-        lines.append(f"  equivalent torus of the same cards, one per node: {shape} "
-                     f"(twinnet topo torus --dims {shape})")
+        lines.append(
+            f"  equivalent torus of the same cards, one per node: {shape} (twinnet topo torus --dims {shape})"
+        )
     lines.append("  card ports (P4 port = Mininet interface c<id>-eth<port>):")
     lines.extend("    " + line for line in port_table_lines(topo))
     return lines

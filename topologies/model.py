@@ -216,8 +216,12 @@ class Topology:
 
     def missing_ports(self) -> list[PortRef]:
         """Card ports that have no link and are not listed as unused: empty for a complete topology."""
-        return [ref for card in self.cards for ref in self.card_ports(card)
-                if ref not in self._links_at and ref not in self.unused_ports]
+        return [
+            ref
+            for card in self.cards
+            for ref in self.card_ports(card)
+            if ref not in self._links_at and ref not in self.unused_ports
+        ]
 
     # -- summaries ------------------------------------------------------------
 
@@ -246,6 +250,10 @@ class Topology:
         for host in self.hosts:
             graph.add_node(host.name, kind="host", pe=host.pe)
         for link in self.links:
-            graph.add_edge(link.a.node, link.b.node, kind=link.kind,
-                           ports={link.a.node: link.a.port, link.b.node: link.b.port})
+            graph.add_edge(
+                link.a.node,
+                link.b.node,
+                kind=link.kind,
+                ports={link.a.node: link.a.port, link.b.node: link.b.port},
+            )
         return graph

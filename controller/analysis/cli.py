@@ -78,9 +78,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from controller.analysis.traffic import make_traffic
     from controller.routing import algorithms_for, routing_spec
+    from topologies.size import check_routing_size, topology_size
 
     topology = topology_from_args(args)
     routing = args.routing or (algorithms_for(topology.family) or ["destro"])[0]
+    check_routing_size(topology_size(topology), f"this {topology.family} topology")
     spec = routing_spec(topology, routing)
     if args.pair:
         print_pair(spec, *args.pair)

@@ -8,6 +8,8 @@ Options (before ``--``), as simple_switch_grpc takes them:
     --thrift-port N         port of the JSON side channel on 127.0.0.1 (queue counters, rates;
                             see p4switch/daemon/side_channel.py); default 9090 like bmv2's Thrift
                             server; 0 picks a free port, ``--no-side-channel`` turns it off
+    --side-channel unix:PATH  the side channel on a Unix socket instead (private to the user who
+                            can enter PATH's folder; see p4switch/README.md, security model)
     --log-console           log to stderr;  --log-file PATH  log to PATH;  -L/--log-level LEVEL
                             (trace, debug, info, warn, error, off; default info when logging is on,
                             else warnings and errors only, to stderr)
@@ -18,14 +20,16 @@ Options (before ``--``), as simple_switch_grpc takes them:
     --nanolog, --debugger, --notifications-addr: accepted for compatibility and ignored
 
 Target options (after ``--``):
-    --grpc-server-addr HOST:PORT   P4Runtime server (default 127.0.0.1:9559, loopback only)
+    --grpc-server-addr ADDR        P4Runtime server: unix:/path (private to the folder's owner) or
+                                   HOST:PORT on loopback (default 127.0.0.1:9559; any local user)
     --priority-queues N            strict-priority queues per egress port, 1..8 (default 1)
     --queue-depth N                packets per queue (default 64, as bmv2)
     --queue-rate PPS               initial rate of every port in packets per second (default unlimited)
     --cpu-port N                   port number of the CPU port (packet-in/out over the StreamChannel
                                    when the program's P4Info has packet_in/packet_out headers)
 
-SIGTERM or SIGINT stops the switch cleanly (exit code 0).
+SIGTERM or SIGINT stops the switch cleanly (exit code 0). If the forwarding thread fails, the
+switch stops and exits with code 70, so that a card without a data plane is seen as dead.
 """
 
 from __future__ import annotations
@@ -38,11 +42,16 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from p4switch.daemon.ports import parse_port_spec
-from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, MAX_PRIORITY_QUEUES
+from p4switch.daemon.addresses import check_address
+from p4switch.daemon.ports import MAX_PORT_NUMBER, parse_port_spec
+from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, MAX_PRIORITY_QUEUES, MAX_QUEUE_DEPTH, check_rate
 from p4switch.daemon.switch import Switch, SwitchOptions
 
 GIL_SWITCH_INTERVAL_SECONDS = 0.001
+EXIT_DATAPLANE_FAILED = 70  # EX_SOFTWARE
+#: how often the main thread looks at the data plane (a failed card exits within this)
+FAILURE_CHECK_SECONDS = 0.1
+MAX_DEVICE_ID = 2**64 - 1
 LOG_LEVELS = {
     "trace": logging.DEBUG,
     "debug": logging.DEBUG,
@@ -65,6 +74,7 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     main.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE")
     main.add_argument("--thrift-port", type=int, default=9090)
     main.add_argument("--no-side-channel", action="store_true")
+    main.add_argument("--side-channel", metavar="unix:PATH", default=None)
     main.add_argument("--log-console", action="store_true")
     main.add_argument("--log-file")
     main.add_argument("-L", "--log-level", choices=sorted(LOG_LEVELS), default=None)
@@ -92,8 +102,31 @@ def parse_options(argv: Sequence[str]) -> tuple[SwitchOptions, argparse.Namespac
         main_parser.error("give exactly one of PROGRAM.p4 and --no-p4")
     if not 1 <= target.priority_queues <= MAX_PRIORITY_QUEUES:
         target_parser.error(f"--priority-queues must be 1..{MAX_PRIORITY_QUEUES}")
-    if target.queue_depth < 1:
-        target_parser.error("--queue-depth must be at least 1")
+    if not 1 <= target.queue_depth <= MAX_QUEUE_DEPTH:
+        target_parser.error(f"--queue-depth must be 1..{MAX_QUEUE_DEPTH}")
+    try:
+        check_rate(target.queue_rate)
+    except ValueError as error:
+        target_parser.error(f"--queue-rate: {error}")
+    try:
+        check_address(target.grpc_server_addr)
+    except ValueError as error:
+        target_parser.error(f"--grpc-server-addr: {error}")
+    if target.cpu_port is not None and not 0 <= target.cpu_port <= MAX_PORT_NUMBER:
+        target_parser.error(f"--cpu-port must be 0..{MAX_PORT_NUMBER}")
+    if not 0 <= args.device_id <= MAX_DEVICE_ID:
+        main_parser.error(
+            f"--device-id must be 0..{MAX_DEVICE_ID} (P4Runtime's uint64), not {args.device_id}"
+        )
+    if args.side_channel is not None:
+        try:
+            check_address(args.side_channel)
+        except ValueError as error:
+            main_parser.error(f"--side-channel: {error}")
+        if not args.side_channel.startswith("unix:"):
+            main_parser.error("--side-channel takes unix:/path (a TCP side channel is --thrift-port)")
+    if not 0 <= args.thrift_port <= 65535:
+        main_parser.error(f"--thrift-port must be 0..65535, not {args.thrift_port}")
     try:
         interfaces = [parse_port_spec(spec) for spec in args.interface]
     except ValueError as error:
@@ -108,6 +141,7 @@ def parse_options(argv: Sequence[str]) -> tuple[SwitchOptions, argparse.Namespac
         include_dirs=tuple(args.p4_include),
         grpc_address=target.grpc_server_addr,
         control_port=None if args.no_side_channel else args.thrift_port,
+        control_address=None if args.no_side_channel else args.side_channel,
         priority_queues=target.priority_queues,
         queue_depth=target.queue_depth,
         queue_rate_pps=target.queue_rate,
@@ -157,16 +191,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         print(f"twinnet-switch: cannot start: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
-    side = f", side channel 127.0.0.1:{switch.control.port}" if switch.control else ""
+    side = f", side channel {switch.control.address}" if switch.control else ""
     log.info(
         "device %d up: ports %s, P4Runtime %s%s",
         options.device_id,
         [f"{n}@{i}" for n, i in options.interfaces],
-        f"{options.grpc_address.rsplit(':', 1)[0]}:{switch.grpc_port}",
+        switch.grpc_listening_address(),
         side,
     )
-    while not stop_requested.wait(1.0):
-        pass
+    while not stop_requested.wait(FAILURE_CHECK_SECONDS):
+        if switch.failed.is_set():
+            break
+    if switch.failed.is_set():
+        # a card without a data plane is dead: exit at once (the kernel closes every socket), so that
+        # whoever watches the process sees it now, not after an orderly shutdown of gRPC
+        print(f"twinnet-switch: data plane failed: {switch.dataplane.failure}", file=sys.stderr, flush=True)
+        switch.remove_socket_files()
+        logging.shutdown()
+        os._exit(EXIT_DATAPLANE_FAILED)
     switch.stop()
     exit_promptly(log)
     return 0

@@ -31,7 +31,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from p4switch.daemon.ports import MAX_FRAME_BYTES, PACKET_OUTGOING, Port
+from p4switch.daemon.ports import (
+    ANCILLARY_BYTES,
+    MAX_FRAME_BYTES,
+    PACKET_OUTGOING,
+    TP_STATUS_VLAN_VALID,
+    Port,
+    with_vlan_tag,
+)
 from p4switch.daemon.program import PipelineSlot
 from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, PortQueues
 from p4switch.runtime.pipeline import IngressResult, stage_error
@@ -42,6 +49,10 @@ RX_BATCH = 64
 ETHERNET_HEADER_BYTES = 14
 MAX_LOGGED_ERRORS = 100
 CONTROL_YIELD_SECONDS = 0.0002
+#: the longest the loop sleeps in ``poll``: a queue's next departure can be far away, and the
+#: loop's heartbeat (``DataPlane.last_beat``) should stay fresh while idle
+MAX_POLL_MS = 250
+MSG_TRUNC = 0x20
 
 
 class DataPlaneCounters:
@@ -49,6 +60,7 @@ class DataPlaneCounters:
 
     __slots__ = (
         "malformed",
+        "oversize_drops",
         "parser_errors",
         "packet_errors",
         "ingress_drops",
@@ -102,7 +114,12 @@ class DataPlane:
         queue_depth: int = DEFAULT_QUEUE_DEPTH,
         cpu_port: int | None = None,
         packet_in: Callable[[bytes], None] | None = None,
+        on_failure: Callable[[str], None] | None = None,
     ) -> None:
+        self.on_failure = on_failure
+        #: why the forwarding thread ended, if it ended other than by ``stop()``
+        self.failure: str | None = None
+        self.last_beat = time.monotonic()
         self.ports = {port.number: port for port in ports}
         self.slot = slot
         self.queues = {number: PortQueues(number, priority_count, queue_depth) for number in self.ports}
@@ -126,6 +143,11 @@ class DataPlane:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="dataplane", daemon=True)
         self._thread.start()
+
+    def alive(self) -> bool:
+        """Whether the forwarding thread runs (started, not stopped, not failed)."""
+        thread = self._thread
+        return thread is not None and thread.is_alive() and self.failure is None
 
     def stop(self) -> None:
         self._stopping = True
@@ -174,13 +196,39 @@ class DataPlane:
             port = self.ports.get(number)
             entry.update(port.snapshot() if port is not None else {"interface": "cpu"})
             ports.append(entry)
-        return {"ports": ports, "counters": self.counters.snapshot()}
+        return {
+            "ports": ports,
+            "counters": self.counters.snapshot(),
+            "dataplane": self.health(),
+        }
+
+    def health(self) -> dict[str, Any]:
+        """Whether the forwarding loop runs, why it stopped, and the age of its heartbeat (s)."""
+        return {
+            "alive": self.alive(),
+            "failure": self.failure,
+            "beat_age_s": None if self._thread is None else round(time.monotonic() - self.last_beat, 3),
+        }
 
     # ----- the loop --------------------------------------------------------------------------
     def _now_us(self) -> int:
         return (time.monotonic_ns() - self._clock_origin_ns) // 1000
 
     def _run(self) -> None:
+        """The forwarding loop; any exception ends it *loudly*: recorded, logged, reported to ``on_failure``.
+
+        Per-packet errors are counted where they happen (``_packet_error``); what reaches
+        here is a failure of the loop itself, after which nothing would be forwarded.
+        """
+        try:
+            self._loop()
+        except BaseException as error:
+            self.failure = f"{type(error).__name__}: {error}"
+            log.critical("data plane stopped: %s", self.failure, exc_info=True)
+            if self.on_failure is not None:
+                self.on_failure(self.failure)
+
+    def _loop(self) -> None:
         poller = select.poll()
         by_fd: dict[int, Port] = {}
         for port in self.ports.values():
@@ -190,6 +238,7 @@ class DataPlane:
         poller.register(self._wake_read, select.POLLIN)
         slot = self.slot
         while not self._stopping:
+            self.last_beat = time.monotonic()
             try:
                 events = poller.poll(self._timeout_ms())
             except InterruptedError:
@@ -214,10 +263,10 @@ class DataPlane:
 
     def _timeout_ms(self) -> int:
         if not self._active:
-            return -1
+            return MAX_POLL_MS
         now = time.monotonic()
         wait = min((self.queues[number].wait_time(now) or 0.0) for number in self._active)
-        return int(wait * 1000) + (1 if wait > 0 else 0)
+        return min(MAX_POLL_MS, int(wait * 1000) + (1 if wait > 0 else 0))
 
     def _drain_wake(self) -> None:
         try:
@@ -247,45 +296,57 @@ class DataPlane:
             else:
                 self._receive_fast(port, pipeline)
             return
-        sock = port.sock
+        recvmsg = port.sock.recvmsg
         number = port.number
         filter_outgoing = not port.ignores_outgoing
         pcap = port.pcap_in
         for _ in range(RX_BATCH):
             try:
-                if filter_outgoing:
-                    frame, address = sock.recvfrom(MAX_FRAME_BYTES)
-                    if address[2] == PACKET_OUTGOING:
-                        continue
-                else:
-                    frame = sock.recv(MAX_FRAME_BYTES)
+                frame, ancillary, flags, address = recvmsg(MAX_FRAME_BYTES, ANCILLARY_BYTES)
             except BlockingIOError:
                 return
             except OSError as error:
                 log.warning("port %d (%s): receive failed: %s", number, port.interface, error)
                 return
+            if filter_outgoing and address[2] == PACKET_OUTGOING:
+                continue
             port.rx_frames += 1
+            if flags & MSG_TRUNC:
+                self.counters.oversize_drops += 1
+                continue
+            if ancillary and ancillary[0][2][0] & TP_STATUS_VLAN_VALID:
+                frame = with_vlan_tag(frame, ancillary[0][2])
             if pcap is not None:
                 pcap.write(frame)
             self._ingress(pipeline, frame, number)
 
-    @staticmethod
-    def _receive_batch(port: Port) -> list[tuple[bytes, int]]:
+    def _receive_batch(self, port: Port) -> list[tuple[bytes, int]]:
         """Up to RX_BATCH frames waiting on `port`, each with its arrival time (monotonic ns).
 
-        Counted in the port's rx_frames once per batch; a receive error is logged and ends the batch.
+        Counted in the port's rx_frames once per batch; a receive error is logged and ends the
+        batch. A VLAN tag the kernel took off is put back; a truncated (oversize) frame is
+        counted and left out.
         """
-        recv, monotonic_ns = port.sock.recv, time.monotonic_ns
+        recvmsg, monotonic_ns = port.sock.recvmsg, time.monotonic_ns
         batch: list[tuple[bytes, int]] = []
+        oversize = 0
         for _ in range(RX_BATCH):
             try:
-                batch.append((recv(MAX_FRAME_BYTES), monotonic_ns()))
+                frame, ancillary, flags, _ = recvmsg(MAX_FRAME_BYTES, ANCILLARY_BYTES)
             except BlockingIOError:
                 break
             except OSError as error:
                 log.warning("port %d (%s): receive failed: %s", port.number, port.interface, error)
                 break
-        port.rx_frames += len(batch)
+            if flags & MSG_TRUNC:
+                oversize += 1
+                continue
+            if ancillary and ancillary[0][2][0] & TP_STATUS_VLAN_VALID:
+                frame = with_vlan_tag(frame, ancillary[0][2])
+            batch.append((frame, monotonic_ns()))
+        port.rx_frames += len(batch) + oversize
+        if oversize:
+            self.counters.oversize_drops += oversize
         return batch
 
     def _receive_fast(self, port: Port, pipeline: Any) -> None:

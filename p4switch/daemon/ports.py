@@ -4,6 +4,15 @@ A port reads every frame that arrives on its interface and writes whole Ethernet
 frames to it. The copies of the switch's own outgoing frames are suppressed with
 ``PACKET_IGNORE_OUTGOING`` where the kernel has it (Linux 4.20+) and skipped by
 their ``PACKET_OUTGOING`` packet type otherwise.
+
+The kernel removes the outer 802.1Q/802.1ad tag of a received frame before a packet
+socket sees it (VLAN acceleration: the tag travels beside the frame) and hands it
+over in ``PACKET_AUXDATA``; ``with_vlan_tag`` puts it back, so that the program sees
+the frame as it was sent. A tagged frame too short to untag (under 20 bytes) is freed
+by the kernel before any socket sees it; such frames are counted as the difference
+between the interface's receive counter and what the socket got (``unseen_frames``).
+A frame longer than ``MAX_FRAME_BYTES`` arrives truncated (``MSG_TRUNC``) and is
+counted as an oversize drop (the data plane's ``oversize_drops``), never run through the program cut short.
 """
 
 from __future__ import annotations
@@ -19,9 +28,42 @@ ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
+PACKET_STATISTICS = 6
+PACKET_AUXDATA = 8
+TP_STATUS_VLAN_VALID = 0x10
+TP_STATUS_VLAN_TPID_VALID = 0x40
+ETH_P_8021Q = 0x8100
+#: struct tpacket_auxdata: status, len, snaplen, mac, net, vlan_tci, vlan_tpid
+AUXDATA = struct.Struct("=IIIHHHH")
+ANCILLARY_BYTES = socket.CMSG_SPACE(AUXDATA.size)
 RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024
 SEND_BUFFER_BYTES = 4 * 1024 * 1024
-MAX_FRAME_BYTES = 65535
+#: the largest frame a port takes: an Ethernet frame of the largest MTU a veth has (65,535),
+#: without the tag the kernel hands over beside it
+MAX_FRAME_BYTES = 65535 + 14
+#: port numbers are v1model's bit<9> egress_spec
+MAX_PORT_NUMBER = 511
+
+
+def with_vlan_tag(frame: bytes, auxdata: bytes) -> bytes:
+    """``frame`` with the VLAN tag the kernel took off (``PACKET_AUXDATA``) put back after the MACs."""
+    status, _, _, _, _, tci, tpid = AUXDATA.unpack_from(auxdata)
+    if not status & TP_STATUS_VLAN_VALID:
+        return frame
+    if not status & TP_STATUS_VLAN_TPID_VALID:
+        tpid = ETH_P_8021Q
+    return frame[:12] + struct.pack("!HH", tpid, tci) + frame[12:]
+
+
+def interface_rx_frames(interface: str) -> int | None:
+    """The kernel's receive counter of ``interface`` (sysfs: one small file, whatever the machine's size)."""
+    if "/" in interface or interface in (".", ".."):
+        return None
+    try:
+        with open(f"/sys/class/net/{interface}/statistics/rx_packets") as handle:
+            return int(handle.read())
+    except (OSError, ValueError):
+        return None
 
 
 def open_port_socket(interface: str) -> tuple[socket.socket, bool]:
@@ -30,6 +72,7 @@ def open_port_socket(interface: str) -> tuple[socket.socket, bool]:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
+        sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
         try:
             sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
             ignores_outgoing = True
@@ -73,10 +116,13 @@ class Port:
     tx_errors: int = 0
     pcap_in: PcapWriter | None = None
     pcap_out: PcapWriter | None = None
+    socket_drops: int = 0
+    interface_rx_origin: int | None = None
 
     def open(self, pcap_dir: str | None = None) -> None:
         """Open the socket (and pcap files ``<iface>_in.pcap`` / ``<iface>_out.pcap`` if asked)."""
         self.sock, self.ignores_outgoing = open_port_socket(self.interface)
+        self.interface_rx_origin = interface_rx_frames(self.interface)
         if pcap_dir:
             os.makedirs(pcap_dir, exist_ok=True)
             self.pcap_in = PcapWriter(os.path.join(pcap_dir, f"{self.interface}_in.pcap"))
@@ -102,13 +148,35 @@ class Port:
                 writer.close()
         self.pcap_in = self.pcap_out = None
 
+    def _read_socket_drops(self) -> int:
+        """Frames the kernel dropped for a full socket buffer since the port opened."""
+        if self.sock is not None:
+            try:
+                _, drops = struct.unpack("II", self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+                self.socket_drops += drops  # the kernel resets its counters on every read
+            except OSError:
+                pass
+        return self.socket_drops
+
     def snapshot(self) -> dict:
+        """Counters; ``unseen_frames``: received by the interface but by no socket read (see the module doc).
+
+        Frames still waiting in the socket buffer count as unseen until they are read.
+        """
+        socket_drops = self._read_socket_drops()
+        now = interface_rx_frames(self.interface)
+        origin = self.interface_rx_origin
+        interface_rx = None if now is None or origin is None else now - origin
+        unseen = None if interface_rx is None else max(0, interface_rx - self.rx_frames - socket_drops)
         return {
             "port": self.number,
             "interface": self.interface,
             "rx_frames": self.rx_frames,
             "tx_frames": self.tx_frames,
             "tx_errors": self.tx_errors,
+            "socket_drops": socket_drops,
+            "interface_rx_frames": interface_rx,
+            "unseen_frames": unseen,
         }
 
 
@@ -117,4 +185,6 @@ def parse_port_spec(spec: str) -> tuple[int, str]:
     number, sep, interface = spec.partition("@")
     if not sep or not interface or not number.isdigit():
         raise ValueError(f"interface must be PORT@IFACE, not {spec!r}")
+    if int(number) > MAX_PORT_NUMBER:
+        raise ValueError(f"port number must be 0..{MAX_PORT_NUMBER} (v1model's bit<9>), not {number}")
     return int(number), interface

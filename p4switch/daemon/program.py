@@ -1,11 +1,11 @@
 """The forwarding pipeline config: compiling it, and the slot that the data plane and P4Runtime share.
 
 ``p4_device_config`` (P4Runtime's ForwardingPipelineConfig) carries, for this target,
-either the P4_16 source text of the program (UTF-8), compiled by the switch, or a
-reference ``file:/absolute/path/to/program.p4`` to a source on the switch's machine
-(useful for programs that ``#include`` files next to them). Source text is compiled
-with the include directories of the switch (``--p4-include``, and the directory of
-the program given on the command line). The P4Info sent with the config must
+the P4_16 source text of the program (UTF-8), compiled by the switch. It comes from the
+network, so it is treated as a stranger's text (untrusted.py): no ``file:`` references,
+``#include`` of ``<core.p4>`` and ``<v1model.p4>`` only, compiled in a child with time and
+memory limits. (A program given on the command line is the local user's own: it is
+compiled in-process with ``--p4-include`` folders and its own folder.) The P4Info sent with the config must
 describe the same tables, actions, fields, counters and registers (same ids, names
 and widths) as the P4Info the switch's compiler produces for that program.
 
@@ -26,6 +26,7 @@ from typing import Any
 from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 
+from p4switch.daemon.untrusted import UntrustedProgramError, compile_untrusted
 from p4switch.p4runtime.entities import PipelineEntities
 from p4switch.p4runtime.info import P4InfoIndex, P4RuntimeError, p4info_mismatch
 
@@ -54,24 +55,32 @@ class LoadedConfig:
 def compile_device_config(
     device_config: bytes, compile_function: CompileFunction, include_dirs: Sequence[str]
 ) -> Any:
-    """Compile a ``p4_device_config`` (source text or ``file:`` reference); INVALID_ARGUMENT on errors."""
+    """Compile a ``p4_device_config`` (P4 source text); INVALID_ARGUMENT on errors.
+
+    The text comes from the network: ``file:`` references are refused, and with the
+    default compiler it is checked and compiled in a limited child (untrusted.py), with
+    the switch's own include folder only. A compiler given by the embedding code (tests'
+    stand-ins) is called in-process with ``include_dirs``.
+    """
     try:
         text = device_config.decode("utf-8")
     except UnicodeDecodeError as error:
         raise P4RuntimeError(
-            code_pb2.INVALID_ARGUMENT,
-            f"p4_device_config must be P4 source text (UTF-8) or {FILE_REFERENCE}PATH: {error}",
+            code_pb2.INVALID_ARGUMENT, f"p4_device_config must be P4 source text (UTF-8): {error}"
         ) from error
     if not text.strip():
         raise P4RuntimeError(code_pb2.INVALID_ARGUMENT, "p4_device_config is empty")
+    if text.startswith(FILE_REFERENCE):
+        raise P4RuntimeError(
+            code_pb2.INVALID_ARGUMENT,
+            "p4_device_config must be the program's text: file: references are not accepted",
+        )
+    if compile_function is default_compile:
+        try:
+            return compile_untrusted(text)
+        except UntrustedProgramError as error:
+            raise P4RuntimeError(code_pb2.INVALID_ARGUMENT, f"the P4 program is refused: {error}") from None
     try:
-        if text.startswith(FILE_REFERENCE):
-            path = text[len(FILE_REFERENCE) :].strip()
-            if not os.path.isfile(path):
-                raise P4RuntimeError(
-                    code_pb2.INVALID_ARGUMENT, f"p4_device_config refers to {path}, which is not a file"
-                )
-            return compile_function(path, include_dirs=tuple(include_dirs) + (os.path.dirname(path),))
         with tempfile.TemporaryDirectory(prefix="twinnet-switch-") as directory:
             path = os.path.join(directory, "program.p4")
             with open(path, "w", encoding="utf-8") as handle:

@@ -13,13 +13,40 @@ bucket with a small burst so that a late wake-up does not lose rate.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_QUEUE_DEPTH = 64
 MAX_PRIORITY_QUEUES = 8
+#: the deepest queue a port accepts, in packets (a bound on what a full queue holds in memory)
+MAX_QUEUE_DEPTH = 1_000_000
 RATE_BURST_PACKETS = 4
+#: the rates a port accepts, in packets per second: one packet every 1,000 s up to a billion a second
+MIN_RATE_PPS = 1e-3
+MAX_RATE_PPS = 1e9
+
+
+def check_rate(rate_pps: object) -> float | None:
+    """A queue rate as given (pps; None or 0: unlimited) -> the rate, or ValueError naming the problem.
+
+    A tiny rate would put the next departure years away (the poll timeout overflows);
+    a negative, NaN or infinite rate has no meaning: all are refused, not clamped.
+    """
+    if rate_pps is None:
+        return None
+    if isinstance(rate_pps, bool) or not isinstance(rate_pps, (int, float)):
+        raise ValueError(f"queue rate must be a number of packets per second, not {rate_pps!r}")
+    rate = float(rate_pps)
+    if rate == 0:
+        return None
+    if not math.isfinite(rate) or not MIN_RATE_PPS <= rate <= MAX_RATE_PPS:
+        raise ValueError(
+            f"queue rate must be {MIN_RATE_PPS:g}..{MAX_RATE_PPS:g} packets per second "
+            f"(0 or null: unlimited), not {rate_pps!r}"
+        )
+    return rate
 
 
 @dataclass
@@ -115,14 +142,14 @@ class PortQueues:
         return max(0.0, self.next_send_time - now)
 
     def set_rate(self, rate_pps: float | None) -> None:
-        """Set the port's rate in packets per second (None or <= 0: unlimited)."""
-        self.rate_pps = float(rate_pps) if rate_pps is not None and rate_pps > 0 else None
+        """Set the port's rate in packets per second (None or 0: unlimited; see ``check_rate``)."""
+        self.rate_pps = check_rate(rate_pps)
         self.next_send_time = 0.0
 
     def set_depth(self, depth: int) -> None:
         """Set the depth of every queue of the port, in packets (queued packets stay)."""
-        if depth < 1:
-            raise ValueError(f"queue depth must be at least 1, not {depth}")
+        if not 1 <= depth <= MAX_QUEUE_DEPTH:
+            raise ValueError(f"queue depth must be 1..{MAX_QUEUE_DEPTH}, not {depth}")
         self.depth = depth
 
     def snapshot(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from p4.v1 import p4runtime_pb2
 
+from p4switch.daemon.addresses import UNIX_PREFIX
 from p4switch.daemon.dataplane import DataPlane
 from p4switch.daemon.ports import Port
 from p4switch.daemon.program import (
@@ -19,8 +20,9 @@ from p4switch.daemon.program import (
     PipelineSlot,
     default_compile,
 )
-from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH
+from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, MAX_QUEUE_DEPTH, check_rate
 from p4switch.daemon.side_channel import ControlServer
+from p4switch.daemon.untrusted import remember
 from p4switch.p4runtime.info import encode_bytestring
 from p4switch.p4runtime.server import P4RuntimeService, start_p4runtime_server
 
@@ -37,6 +39,8 @@ class SwitchOptions:
     include_dirs: Sequence[str] = ()
     grpc_address: str = "127.0.0.1:9559"
     control_port: int | None = 9090
+    #: ``unix:/path`` of the side channel; when given it replaces ``control_port`` (TCP on loopback)
+    control_address: str | None = None
     priority_queues: int = 1
     queue_depth: int = DEFAULT_QUEUE_DEPTH
     queue_rate_pps: float | None = None
@@ -112,7 +116,10 @@ class Switch:
             options.queue_depth,
             cpu_port=options.cpu_port,
             packet_in=bridge.packet_in if bridge else None,
+            on_failure=self._dataplane_failed,
         )
+        #: set when the forwarding thread fails: the daemon then exits (a card without a data plane is dead)
+        self.failed = threading.Event()
         include_dirs = list(options.include_dirs)
         if options.program:
             include_dirs.append(os.path.dirname(os.path.abspath(options.program)))
@@ -137,11 +144,20 @@ class Switch:
                 self._load_program(self.options.program)
             for port in self.ports:
                 port.open(self.options.pcap_dir)
-            if self.options.queue_rate_pps:
-                self.dataplane.set_rate(self.options.queue_rate_pps)
+            if self.options.queue_rate_pps is not None:
+                self.dataplane.set_rate(check_rate(self.options.queue_rate_pps))
             self.dataplane.start()
-            self.grpc_server, self.grpc_port = start_p4runtime_server(self.options.grpc_address, self.service)
-            if self.options.control_port is not None:
+            old_umask = os.umask(0o177)  # a Unix socket file is its owner's only (and its folder should be)
+            try:
+                self.grpc_server, self.grpc_port = start_p4runtime_server(
+                    self.options.grpc_address, self.service
+                )
+            finally:
+                os.umask(old_umask)
+            if self.options.control_address is not None:
+                self.control = ControlServer(self.options.control_address, self.handle_control)
+                self.control.start()
+            elif self.options.control_port is not None:
                 self.control = ControlServer(self.options.control_port, self.handle_control)
                 self.control.start()
             self._started = True
@@ -153,23 +169,66 @@ class Switch:
         program = self.compile_function(path, include_dirs=tuple(self.options.include_dirs))
         with open(path, "rb") as handle:
             source = handle.read()
+        if self.compile_function is default_compile:  # the same text over P4Runtime needs no recompiling
+            try:
+                remember(source.decode("utf-8"), program)
+            except UnicodeDecodeError:
+                pass
         from p4switch.p4runtime.info import P4InfoIndex
 
         self.slot.commit(LoadedConfig(program, P4InfoIndex(program.p4info), program.p4info, source, 0))
 
+    def _dataplane_failed(self, reason: str) -> None:
+        log.critical(
+            "device %d: the data plane failed (%s); the switch stops", self.options.device_id, reason
+        )
+        self.failed.set()
+
     def handle_control(self, message: dict[str, Any]) -> dict[str, Any]:
-        """Answer one side-channel request (see ``switch_control``)."""
+        """Answer one side-channel request (``side_channel``); a bad argument is refused, nothing changed."""
         command = message.get("cmd")
         if command == "stats":
             return {"ok": True, "device_id": self.options.device_id, **self.dataplane.snapshot()}
+        if command == "health":
+            return {"ok": True, **self.dataplane.health()}
+        if command not in ("set_queue_rate", "set_queue_depth"):
+            return {"ok": False, "error": f"unknown cmd {command!r}"}
+        port = message.get("port")
+        if port is not None and (
+            isinstance(port, bool) or not isinstance(port, int) or port not in self.dataplane.queues
+        ):
+            return {"ok": False, "error": f"no port {port!r}"}
         if command == "set_queue_rate":
-            rate = message.get("rate_pps")
-            self.dataplane.set_rate(float(rate) if rate else None, message.get("port"))
+            try:
+                rate = check_rate(message.get("rate_pps"))
+            except ValueError as error:
+                return {"ok": False, "error": str(error)}
+            self.dataplane.set_rate(rate, port)
             return {"ok": True}
-        if command == "set_queue_depth":
-            self.dataplane.set_depth(int(message["depth"]), message.get("port"))
-            return {"ok": True}
-        return {"ok": False, "error": f"unknown cmd {command!r}"}
+        depth = message.get("depth")
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_QUEUE_DEPTH:
+            return {
+                "ok": False,
+                "error": f"queue depth must be an integer 1..{MAX_QUEUE_DEPTH}, not {depth!r}",
+            }
+        self.dataplane.set_depth(depth, port)
+        return {"ok": True}
+
+    def grpc_listening_address(self) -> str:
+        """Where P4Runtime listens: ``unix:/path``, or HOST:PORT with the port actually bound."""
+        address = self.options.grpc_address
+        if address.startswith(UNIX_PREFIX):
+            return address
+        return f"{address.rsplit(':', 1)[0]}:{self.grpc_port}"
+
+    def remove_socket_files(self) -> None:
+        """Remove the Unix socket files of the control surfaces (if any); for an exit without ``stop()``."""
+        for address in (self.options.grpc_address, self.options.control_address or ""):
+            if address.startswith(UNIX_PREFIX):
+                try:
+                    os.unlink(address[len(UNIX_PREFIX) :])
+                except OSError:
+                    pass
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until ``stop()``; True if stopped."""
@@ -182,7 +241,8 @@ class Switch:
                 return
             self.service.stop()  # a long Write batch ends at its next 5 ms slice
             if self.grpc_server is not None:
-                self.grpc_server.stop(grace=0.5).wait(5)
+                # a failed data plane gets no grace: the card is dead, the sooner seen the better
+                self.grpc_server.stop(grace=0 if self.failed.is_set() else 0.5).wait(5)
                 self.grpc_server = None
             if self.control is not None:
                 self.control.stop()

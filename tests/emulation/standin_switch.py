@@ -2,7 +2,8 @@
 
 Run as a program it takes simple_switch_grpc's command line, opens an AF_PACKET
 socket on every ``-i PORT@IFACE`` (so a missing interface fails it, as it would
-fail a real switch), listens on the gRPC and Thrift ports, and waits for SIGTERM.
+fail a real switch), listens on the gRPC address (TCP or Unix socket) and the Thrift
+port, and waits for SIGTERM.
 It forwards nothing: the builder's tests check the network's wiring and hosts,
 not the card program. :class:`StandinSwitch` is the Mininet switch class that
 starts it.
@@ -40,17 +41,26 @@ def main(argv: list[str]) -> int:
     options, target = argv[:split], argv[split + 1 :]
     interfaces = [options[i + 1] for i, word in enumerate(options) if word == "-i"]
     side_channel_port = int(options[options.index("--thrift-port") + 1])
-    grpc_host, grpc_port = target[target.index("--grpc-server-addr") + 1].rsplit(":", 1)
+    grpc_address = target[target.index("--grpc-server-addr") + 1]
     sockets = []
     for spec in interfaces:
         _port, name = spec.split("@", 1)
         raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
         raw.bind((name, 0))
         sockets.append(raw)
-    for port in (int(grpc_port), side_channel_port):
+    listen_on = [("127.0.0.1", side_channel_port)]
+    if grpc_address.startswith("unix:"):
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(grpc_address[len("unix:") :])
+        listener.listen(16)
+        sockets.append(listener)
+    else:
+        host, port = grpc_address.rsplit(":", 1)
+        listen_on.append((host, int(port)))
+    for host, port in listen_on:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((grpc_host, port))
+        listener.bind((host, port))
         listener.listen(16)
         sockets.append(listener)
     stop = threading.Event()

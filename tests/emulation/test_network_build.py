@@ -8,6 +8,7 @@ as the tests' stand-in process instead of the embedded target.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from network_checks import (
 
 from emulation.network import TwinnetNetwork, build_network
 from emulation.state import current_link, read_current_state, read_state
-from emulation.switches import port_open
+from emulation.switches import address_open
 from topologies.build import build_topology
 
 pytestmark = pytest.mark.root
@@ -83,10 +84,18 @@ def test_state_file_lists_live_cards_and_hosts(network: TwinnetNetwork) -> None:
     assert record.run_id == read_current_state().run_id == network.run_id
 
 
-def test_every_card_serves_grpc_on_its_port(network: TwinnetNetwork) -> None:
-    for card in read_current_state().cards:
-        host, port = card.grpc_address.rsplit(":", 1)
-        assert host == "127.0.0.1" and port_open(int(port)), card
+def test_every_card_serves_grpc_on_a_socket_only_its_owner_reaches(network: TwinnetNetwork) -> None:
+    state = read_current_state()
+    folder = Path(state.socket_dir)
+    assert (
+        folder.is_dir()
+        and stat.S_IMODE(folder.stat().st_mode) == 0o700
+        and folder.stat().st_uid == os.geteuid()
+    )
+    for card in state.cards:
+        assert card.grpc_address == f"unix:{folder / card.name}.p4rt" and address_open(card.grpc_address), (
+            card
+        )
 
 
 def test_mininet_sees_the_model_ports(network: TwinnetNetwork) -> None:
@@ -122,3 +131,4 @@ def test_teardown_leaves_nothing(network: TwinnetNetwork) -> None:
     assert leftovers(state.run_id, interfaces, pids) == []
     assert not current_link().exists()
     assert read_state(network.out_dir / "state.json").status == "stopped"
+    assert not Path(state.socket_dir).exists()

@@ -52,12 +52,13 @@ def test_set_link_rates_reaches_every_card_port(network: TwinnetNetwork) -> None
 
     network.set_link_rates(500)
     for card in network.cards.values():
-        ports = request(card.side_channel_port, {"cmd": "stats"})["ports"]
+        ports = request(card.control_target, {"cmd": "stats"})["ports"]
         assert [port["rate_pps"] for port in ports] == [500] * len(card.data_ports())
     network.set_link_rates(None)
     for card in network.cards.values():
-        ports = request(card.side_channel_port, {"cmd": "stats"})["ports"]
-        assert all(port["rate_pps"] is None for port in ports)
+        assert all(
+            port["rate_pps"] is None for port in request(card.control_target, {"cmd": "stats"})["ports"]
+        )
 
 
 def test_a_second_network_waits_then_refuses(network: TwinnetNetwork) -> None:

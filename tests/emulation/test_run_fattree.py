@@ -8,17 +8,21 @@ down leaving nothing behind.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 
 import pytest
 from network_checks import leftovers
 from run_checks import check_all_pairs, run
 
+from emulation import run as run_module
 from emulation.measure import EQUAL, LOST
 from emulation.network import TwinnetNetwork, build_network
 from emulation.report import write_report
 from emulation.state import read_current_state
+from emulation.switches import wait_until_ready
 from topologies.build import build_topology
 
 pytestmark = pytest.mark.root
@@ -62,6 +66,43 @@ def test_ping_and_iperf_cross_twin_switches(network, topology) -> None:
         server.wait()
     fields = output.strip().splitlines()[-1].split(",")
     assert int(fields[-1]) > 0, output  # bits per second measured by iperf
+
+
+def test_a_card_whose_data_plane_stops_is_reported_dead_within_a_second(
+    network, topology, tmp_path, monkeypatch
+) -> None:
+    """The switch process stays (SIGSTOP), its data plane does not run: the run's watch finds it."""
+    victim = "c8"  # card alpha of the first root twin: DESTRO routes probes across it
+    card = network.cards[victim]
+    moments: dict[str, float] = {}
+
+    class RecordingWatch(run_module.DataPlaneWatch):
+        def __enter__(self):
+            moments["started"] = self.started
+            return super().__enter__()
+
+    def stop_data_plane(name: str) -> None:
+        os.kill(network.cards[name].switch_pid, signal.SIGSTOP)
+        moments["stopped"] = time.monotonic()
+
+    monkeypatch.setattr(run_module, "DataPlaneWatch", RecordingWatch)
+    monkeypatch.setattr(network, "kill_card", stop_data_plane)  # --kill stops the process instead
+    outcome = run(
+        network, topology, tmp_path, routing="destro", traffic="all-to-all", rate=10.0, kill=(victim, 0.5)
+    )
+    try:
+        assert [entry["card"] for entry in outcome.dead_cards] == [victim]
+        stopped_after_s = moments["stopped"] - moments["started"]
+        detected_after_s = outcome.dead_cards[0]["detected_after_s"]
+        assert 0 < detected_after_s - stopped_after_s < 1.0, (outcome.dead_cards, stopped_after_s)
+        lost = [r for r in outcome.results if r.verdict == LOST]
+        assert lost and all(r.cause == f"card {victim} died" for r in lost)
+        accounting = outcome.accounting.to_json()
+        assert accounting["all_accounted"] and accounting["loss_causes"] == {f"card {victim} died": len(lost)}
+    finally:  # bring the card back for the tests that follow
+        if not card.is_alive():
+            card.start()
+            wait_until_ready([card], 60)
 
 
 def test_a_card_killed_mid_run_is_reported_with_its_lost_probes(network, topology, tmp_path) -> None:

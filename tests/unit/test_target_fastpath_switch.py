@@ -14,6 +14,7 @@ import random
 import struct
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from socket import MSG_TRUNC
 from typing import Any
 
 import pytest
@@ -26,7 +27,15 @@ from emulation.card_vectors import (
 )
 from p4switch.daemon import dataplane as switch_dataplane
 from p4switch.daemon.dataplane import RX_BATCH, DataPlane
-from p4switch.daemon.ports import Port
+from p4switch.daemon.ports import (
+    AUXDATA,
+    ETH_P_ALL,
+    MAX_FRAME_BYTES,
+    TP_STATUS_VLAN_TPID_VALID,
+    TP_STATUS_VLAN_VALID,
+    Port,
+    with_vlan_tag,
+)
 from p4switch.daemon.program import PipelineSlot
 
 VECTOR_FILES = sorted((Path(__file__).resolve().parents[1] / "vectors").glob("*.json"))
@@ -51,6 +60,16 @@ class FakeSocket:
         if not self.incoming:
             raise BlockingIOError
         return self.incoming.pop(0)[:size]
+
+    def recvmsg(self, size: int, ancillary_size: int = 0) -> tuple[bytes, list, int, tuple]:
+        """The next queued frame as a packet socket's recvmsg gives it (no VLAN tag taken off)."""
+        frame = self.recv(1 << 20)
+        flags = MSG_TRUNC if len(frame) > size else 0
+        return frame[:size], [], flags, ("fake", ETH_P_ALL, 0, 1, b"")
+
+    def getsockopt(self, level: int, option: int, size: int) -> bytes:
+        """PACKET_STATISTICS: no frame dropped for a full buffer."""
+        return bytes(size)
 
     def send(self, frame: bytes) -> int:
         """Record a sent frame."""
@@ -289,3 +308,23 @@ def test_a_crash_in_the_fused_loop_is_counted_and_logged_like_the_general_one(
         messages.append([record.getMessage() for record in caplog.records])
     assert "pipeline failed" in messages[0][0] and "ingress failed" in messages[1][0]
     assert messages[0][0].replace("pipeline failed", "ingress failed") == messages[1][0]
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_a_frame_longer_than_the_receive_buffer_is_an_oversize_drop(fused: bool) -> None:
+    """A truncated receive (MSG_TRUNC) is counted as received and dropped, never run cut short."""
+    switch = Switch(fused)
+    install(switch.pipeline)
+    switch.receive(1, [bytes(MAX_FRAME_BYTES + 1), bytes(MAX_FRAME_BYTES + 4000)])
+    counters = switch.dataplane.counters
+    assert counters.oversize_drops == 2 and counters.malformed == 0 and counters.parser_errors == 0
+    assert switch.ports[0].rx_frames == 2 and not any(sock.sent for sock in switch.sockets.values())
+
+
+def test_the_vlan_tag_the_kernel_took_off_is_put_back() -> None:
+    frame = bytes.fromhex("0200000000aa020000000001") + b"\x88\xb5" + bytes(20)
+    tagged = AUXDATA.pack(TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID, 0, 0, 0, 0, 0x2064, 0x88A8)
+    assert with_vlan_tag(frame, tagged) == frame[:12] + bytes.fromhex("88a82064") + frame[12:]
+    old_kernel = AUXDATA.pack(TP_STATUS_VLAN_VALID, 0, 0, 0, 0, 5, 0)  # no TPID given: 802.1Q
+    assert with_vlan_tag(frame, old_kernel) == frame[:12] + bytes.fromhex("81000005") + frame[12:]
+    assert with_vlan_tag(frame, AUXDATA.pack(0, 0, 0, 0, 0, 0, 0)) == frame
