@@ -197,7 +197,7 @@ def _write_atomic(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
-class StateFileError(ValueError):
+class StateFileError(TwinnetError, ValueError):
     """A state file that cannot be used: not JSON, not a twinnet state's shape, or its run has ended."""
 
 
