@@ -61,5 +61,7 @@ def test_each_part_imports_only_what_the_layout_allows(part: str) -> None:
 
 def test_the_checker_sees_imports_inside_functions(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("import os\n\ndef f():\n    from emulation.state import read_state\n    import p4switch.daemon\n")
+    module.write_text(
+        "import os\n\ndef f():\n    from emulation.state import read_state\n    import p4switch.daemon\n"
+    )
     assert imported_parts(module) == {"emulation", "p4switch"}
