@@ -109,3 +109,5 @@ class ProgramModel:
     standard_metadata_class: str = ""
     errors: dict[str, int] = field(default_factory=dict)
     drop_port: int = 511
+    direct_actions: list[str] = field(default_factory=list)  # called by a control body (in P4Info)
+    uses_externs: bool = False  # an extern is used (P4Info has type_info)

@@ -103,6 +103,9 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
         for ref in table.actions:
             if ref.action not in used_actions:
                 used_actions.append(ref.action)
+    for name in model.direct_actions:
+        if name not in used_actions and not model.actions[name].hidden:
+            used_actions.append(name)
     action_ids = {}
     action_alias = aliases(used_actions)
     for name in used_actions:
@@ -146,6 +149,7 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
         message.size = table.size
         if table.const_entries is not None:
             message.is_const_table = True
+            message.has_initial_entries = bool(table.const_entries)
 
     for name in used_actions:
         spec = model.actions[name]
@@ -179,4 +183,6 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
         else:
             message.type_spec.bitstring.bit.bitwidth = spec.width
         message.size = spec.size
+    if tables or model.uses_externs:
+        info.type_info.SetInParent()  # as p4c writes it: present (empty) once a table or extern is seen
     return info

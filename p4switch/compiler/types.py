@@ -214,3 +214,10 @@ def width_of(t: P4Type) -> int:
 def mask(width: int) -> int:
     """All-ones value of `width` bits."""
     return (1 << width) - 1
+
+
+def same_type(a: P4Type | None, b: P4Type | None) -> bool:
+    """Whether two composite types are the same: one header/struct type, or stacks of one type and size."""
+    if isinstance(a, StackT) and isinstance(b, StackT):
+        return a.element is b.element and a.size == b.size
+    return a is b

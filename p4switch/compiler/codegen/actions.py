@@ -7,6 +7,7 @@ from lark import Tree
 from p4switch.compiler.codegen.common import (
     BlockContext,
 )
+from p4switch.compiler.codegen.copies import return_tail, scalar_outs
 from p4switch.compiler.expressions import READ_ONLY, Binding, Scope
 from p4switch.compiler.model import (
     ActionParamSpec,
@@ -66,10 +67,6 @@ class ActionGen:
             else:
                 if seen_directionless:
                     raise self.fail(node, "directional parameters must come before directionless ones")
-                if direction in ("out", "inout") and ptype.is_scalar():
-                    raise self.fail(
-                        node, f"{direction} parameters of scalar type are not supported in actions"
-                    )
         spec = ActionSpec(fq, fn, cp_params, next(self._aid), ann, hidden="hidden" in ann)
         if fq in self.model.actions:
             raise self.fail(node, f"duplicate action name {fq}")
@@ -84,7 +81,12 @@ class ActionGen:
             self.prologue(params, 1)
         ctx = BlockContext(scope, "action", self.control_prefix)
         before = len(self.code.lines)
+        outs = scalar_outs(aparams)
+        self._return_tail = return_tail(outs)
         self.gen_block(node.children[3], ctx, 1)
+        if outs:
+            self.code.add(1, f"return (None{self._return_tail})")
+        self._return_tail = None
         if len(self.code.lines) == before:
             self.code.add(1, "pass")
         self.code.add(0, "")

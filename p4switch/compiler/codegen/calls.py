@@ -7,6 +7,7 @@ from lark import Tree
 from p4switch.compiler.codegen.common import (
     BlockContext,
 )
+from p4switch.compiler.codegen.copies import return_tail, scalar_outs
 from p4switch.compiler.expressions import READ_ONLY, Binding, Expr, ExpressionCompiler, Scope
 from p4switch.compiler.model import (
     ActionSpec,
@@ -17,6 +18,7 @@ from p4switch.compiler.types import (
     StackT,
     StructLikeT,
     VoidT,
+    same_type,
 )
 
 
@@ -38,7 +40,12 @@ class CallGen:
                 spec = self._global_action_specs.get(callee.info[1])
             if spec is None:
                 raise self.fail(node, "unknown action")
-            c.add(indent, f"{spec.function}({', '.join([*self._action_args(spec, args, node, exprs), 'L'])})")
+            if ctx.kind == "control" and spec.name not in self.model.direct_actions:
+                self.model.direct_actions.append(spec.name)
+            decl = self._action_decl_params(spec)
+            if len(args) != len(decl):
+                raise self.fail(node, f"action {spec.name} takes {len(decl)} arguments, got {len(args)}")
+            c.add(indent, self.call_with_copies(spec.function, decl, args, node, exprs, ("L",)))
             return
         if callee.kind == "extern_function":
             self._extern_function_call(callee.info, args, node, exprs, ctx, indent)
@@ -53,12 +60,8 @@ class CallGen:
         params, result_type = self._function_signatures[name]
         if len(args) != len(params):
             raise self.fail(node, f"function {name} takes {len(params)} arguments, got {len(args)}")
-        sources = [
-            self._arg_src(arg, ptype, exprs, direction in ("out", "inout"))
-            for arg, (_, direction, ptype) in zip(args, params, strict=True)
-        ]
         returned = None if isinstance(result_type, VoidT) else result_type
-        return Expr(f"fn_{name}({', '.join(sources)})", returned)
+        return Expr(self.call_with_copies(f"fn_{name}", params, args, node, exprs), returned)
 
     def gen_function(self, name: str) -> None:
         """A top-level P4 function with `in` (or composite inout) parameters and a scalar result."""
@@ -76,8 +79,6 @@ class CallGen:
             direction = str(p.children[1].children[0]) if p.children[1] is not None else None
             ptype = self.resolve_type(p.children[2])
             pname = self.name_of(p.children[3])
-            if direction in ("out", "inout") and ptype.is_scalar():
-                raise self.fail(p, f"{direction} parameters of scalar type are not supported in functions")
             params.append((pname, direction, ptype))
             read_only = READ_ONLY if direction in ("in", None) else None
             scope.names[pname] = Binding("var", f"a_{pname}", ptype, read_only)
@@ -86,7 +87,15 @@ class CallGen:
         self._function_result = result_type
         self.code.add(0, f"def fn_{name}({', '.join('a_' + p for p, _, _ in params)}):")
         ctx = BlockContext(scope, "function", "")
+        outs = scalar_outs(params)
+        self._return_tail = return_tail(outs)
+        before = len(self.code.lines)
         self.gen_block(node.children[2], ctx, 1)
+        if outs:
+            self.code.add(1, f"return (None{self._return_tail})")
+        elif len(self.code.lines) == before:
+            self.code.add(1, "pass")
+        self._return_tail = None
         self.code.add(0, "")
 
     def _action_args(self, spec: ActionSpec, args: list, node, exprs: ExpressionCompiler) -> list[str]:
@@ -107,7 +116,7 @@ class CallGen:
         """Source of one argument for a parameter of a given type (headers and structs by reference)."""
         if isinstance(ptype, StructLikeT | StackT):
             expr = ExpressionCompiler(self, exprs.scope, for_write=writable).compile(arg)
-            if expr.type is not ptype:
+            if not same_type(expr.type, ptype):
                 raise self.fail(arg, f"type mismatch: expected {ptype}, got {expr.type}")
             return expr.src
         return exprs.coerce(exprs.compile(arg), ptype, arg).src

@@ -27,14 +27,21 @@ from p4switch.compiler.types import (
 class ControlGen:
     """Controls: one function per control, its local variables and extern instances."""
 
-    def gen_control(self, node: Tree, role: str) -> None:
-        """A control: its locals class, actions, tables and apply function."""
-        name = self.name_of(node.children[1])
-        if f"ctl_{name}" in self._generated_controls:
+    def gen_control(self, node: Tree, role: str, instance: str | None = None) -> None:
+        """A control: its locals class, actions, tables and apply function.
+
+        `instance` is the full name of a sub-control instance (``ingress.c``): its function,
+        tables and actions are named after the instance, as p4c names them.
+        """
+        name = instance or self.name_of(node.children[1])
+        if instance is None and f"ctl_{name}" in self._generated_controls:
             raise self.fail(
                 node, f"control {name} is used twice in V1Switch; the target needs one instance per block"
             )
+        if node.children[4] is not None and any(c is not None for c in node.children[4].children):
+            raise self.fail(node, "controls with constructor parameters are not supported")
         self.control_prefix = name
+        name = self.py_ident(name)
         params = self.block_params(node)
         scope = Scope({}, None)
         for pname, direction, ptype in params:
@@ -120,8 +127,13 @@ class ControlGen:
         ann = self.annotations(annotations)
         type_ = self.resolve_type(type_node)
         local = self.name_of(name_node)
+        control = self._instantiated_control(type_node)
+        if control is not None:
+            self.gen_subcontrol(node, control, local, scope, args_node)
+            return
         if not isinstance(type_, ExternT):
             raise self.fail(node, f"cannot instantiate {type_} here")
+        self.model.uses_externs = True
         args = [a for a in (args_node.children if args_node is not None else []) if a is not None]
         fq = self.fq_name(local, ann)
         gname = "X_" + self.py_ident(fq)
@@ -152,6 +164,30 @@ class ControlGen:
         scope.names[local] = Binding(
             "instance", gname, type_, InstanceInfo(type_.name, gname, spec, type_.type_args)
         )
+
+    def _instantiated_control(self, type_node) -> Tree | None:
+        """The control declaration an instantiation's type names, if it names one."""
+        try:
+            name = self.name_of(type_node)
+        except Exception:  # a type that is not a plain name (specialised, ...): not a control
+            return None
+        return self.ir.controls.get(name) if isinstance(name, str) else None
+
+    def gen_subcontrol(self, node: Tree, control: Tree, local: str, scope: Scope, args_node) -> None:
+        """``C() c;`` in a control: C generated once more, for this instance, applied as ``c.apply(...)``."""
+        if args_node is not None and any(a is not None for a in args_node.children):
+            raise self.fail(node, "controls with constructor parameters are not supported")
+        instance = f"{self.control_prefix}.{local}"
+        params = self.block_params(control)
+        for _, direction, ptype in params:
+            if direction in ("out", "inout") and ptype.is_scalar():
+                raise self.fail(node, f"{direction} scalar parameters of applied controls are not supported")
+        saved = (self.control_prefix, self.current_params, self.current_role)
+        self.gen_control(control, saved[2], instance)  # a module-level function, before the outer one
+        self.control_prefix, self.current_params, self.current_role = saved
+        function = f"ctl_{self.py_ident(instance)}"
+        info = InstanceInfo("control", function, params)
+        scope.names[local] = Binding("instance", function, None, info)
 
     def _counter_unit(self, node) -> str:
         """The CounterType member an instantiation names."""

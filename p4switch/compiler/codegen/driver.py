@@ -20,6 +20,7 @@ from p4switch.compiler.codegen.common import (
     TableInfo,
 )
 from p4switch.compiler.codegen.controls import ControlGen
+from p4switch.compiler.codegen.copies import CopyGen
 from p4switch.compiler.codegen.deparser import DeparserGen
 from p4switch.compiler.codegen.externs import ExternGen
 from p4switch.compiler.codegen.headers import (
@@ -42,6 +43,7 @@ from p4switch.compiler.types import (
 
 
 class CodeGenerator(
+    CopyGen,
     HeaderGen,
     ScopeGen,
     ParserGen,
@@ -71,6 +73,8 @@ class CodeGenerator(
         self._tables_by_function: dict[str, TableInfo] = {}
         self._function_signatures: dict[str, tuple[list, P4Type]] = {}
         self._function_result: P4Type = VoidT()
+        self._return_tail: str | None = None  # what a return adds in a callee with out/inout scalars
+        self._copy_temps = itertools.count()
         self.current_params: list = []
         self.current_role = ""
 
@@ -137,7 +141,7 @@ class CodeGenerator(
         c.add(1, "if sm.f_parser_error: hooks.parser_error(sm.f_parser_error)")
         c.add(1, "egress_port = sm.f_egress_spec")
         c.add(1, f"if egress_port == {self.model.drop_port}: return hooks.ingress_drop()")
-        c.add(1, "if not admit(egress_port, sm.f_priority):")
+        c.add(1, "if sm.f_mcast_grp or not admit(egress_port, sm.f_priority):  # a multicast is queued too")
         c.add(2, "return hooks.queue(egress_port, sm.f_priority, (hdr, meta, sm, pk.data[pk.off:]), ts)")
         c.add(1, "sm.f_egress_port = egress_port & 511; sm.f_enq_qdepth = 0")
         c.add(1, "sm.f_deq_qdepth = 0; sm.f_deq_timedelta = 0")

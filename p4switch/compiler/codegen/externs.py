@@ -33,6 +33,14 @@ class ExternGen:
         """A method of a counter, direct counter or register instance."""
         c = self.code
         info: InstanceInfo = base.info
+        if info.type_name == "control":
+            if method != "apply":
+                raise self.fail(node, f"a control instance has no method {method}")
+            if len(args) != len(info.spec):
+                raise self.fail(node, f"apply takes {len(info.spec)} arguments, got {len(args)}")
+            call = self.call_with_copies(info.global_name, info.spec, args, node, exprs, leading=("_sm",))
+            c.add(indent, call)
+            return
         if info.type_name == "counter" and method == "count":
             if len(args) != 1:
                 raise self.fail(node, "count(index) takes one argument")
@@ -104,6 +112,8 @@ class ExternGen:
             raise self.fail(
                 node, f"{UNSUPPORTED_EXTERN_FUNCTIONS[name]} is not supported by the embedded target"
             )
+        if name not in ("mark_to_drop", "verify"):
+            self.model.uses_externs = True
         if name == "mark_to_drop":
             if len(args) != 1:
                 raise self.fail(node, "mark_to_drop(standard_metadata) takes one argument")

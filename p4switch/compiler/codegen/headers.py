@@ -129,7 +129,7 @@ class HeaderGen:
             if not scalars and t.kind == "header":
                 c.add(2, "self._v = other._v")
         else:
-            c.add(2, "d = self.__dict__; d.clear(); d.update(other.__dict__)")
+            c.add(2, "self.__dict__ = other.__dict__.copy()  # right for self.assign(self) too")
         if t.kind == "header":
             self._gen_header_io(t)
             c.add(0, f"B_{name} = make_blank({name})")

@@ -22,6 +22,7 @@ from p4switch.compiler.types import (
     StructLikeT,
     VoidT,
     mask,
+    same_type,
 )
 
 
@@ -70,19 +71,27 @@ class StatementGen:
             if node.children[0] is None:
                 if not isinstance(result_type, VoidT):
                     raise self.fail(node, f"this function must return a {result_type}")
-                self.code.add(indent, "return")
+                self.code.add(
+                    indent, "return" if self._return_tail is None else f"return (None{self._return_tail})"
+                )
                 return
             if isinstance(result_type, VoidT):
                 raise self.fail(node, "a void function cannot return a value")
             value = ExpressionCompiler(self, ctx.scope).compile(node.children[0], expected=result_type)
             if not result_type.is_scalar():
                 raise self.fail(node, "functions may only return bit<W>, int<W>, bool or enum values")
-            self.code.add(indent, f"return {value.src}")
+            if self._return_tail is None:
+                self.code.add(indent, f"return {value.src}")
+            else:
+                self.code.add(indent, f"return ({value.src}{self._return_tail})")
             return
         if node.children[0] is not None:
             raise self.fail(node, "return with a value is only allowed in functions")
         if ctx.kind in ("state", "parser"):
             raise self.fail(node, "return is not allowed in parsers")
+        if ctx.kind == "action" and self._return_tail:
+            self.code.add(indent, f"return (None{self._return_tail})")
+            return
         self.code.add(indent, "return")
 
     def _s_constant_decl(self, node, ctx, indent) -> None:
@@ -162,7 +171,7 @@ class StatementGen:
                 return
             raise self.fail(value_node, f"cannot initialize a {type_} from a list")
         if isinstance(type_, StructLikeT | StackT):
-            if value.type is not type_:
+            if not same_type(value.type, type_):
                 raise self.fail(value_node, f"type mismatch: expected {type_}, got {value.type}")
             if fresh:
                 code.add(indent, f"{target} = {value.src}.copy()")
@@ -212,6 +221,14 @@ class StatementGen:
         cond = ExpressionCompiler(self, ctx.scope).compile(cond_node)
         if not isinstance(cond.type, BoolT):
             raise self.fail(cond_node, f"if condition must be bool, got {cond.type}")
+        if cond.const is not None:  # a constant condition: only the branch that runs, as p4c keeps it
+            live = then_node if cond.const else else_node
+            self.code.add(indent, "if True:")
+            if live is None:
+                self.code.add(indent + 1, "pass")
+            else:
+                self._sub_statement(live, ctx, indent + 1)
+            return
         self.code.add(indent, f"if {self._hoist_table_apply(cond.src, indent)}:")
         self._sub_statement(then_node, ctx, indent + 1)
         if else_node is not None:

@@ -79,7 +79,9 @@ class TableGen:
             elif kind == "table_actions":
                 for ref in prop.children:
                     rann = self.annotations(ref.children[0])
-                    if ref.data == "action_ref_args":
+                    listed = ref.children[2] if ref.data == "action_ref_args" else None
+                    ref_args = listed.children if listed is not None else []
+                    if any(a is not None for a in ref_args):
                         raise self.fail(ref, "action arguments in a table's action list are not supported")
                     spec = self.resolve_action(ref.children[1], scope)
                     scope_kind = "TABLE_AND_DEFAULT"
