@@ -265,7 +265,9 @@ class ExpressionCompiler:
         if isinstance(type_, StructLikeT):
             ftype = type_.field_type(member)
             if ftype is None:
-                if type_.kind == "header" and member in ("isValid", "setValid", "setInvalid"):
+                if (type_.kind == "header" and member in ("isValid", "setValid", "setInvalid")) or (
+                    type_.kind == "header_union" and member == "isValid"
+                ):
                     return Expr(base.src, None, kind="method", info=(base, member))
                 raise self.fail(node, f"{type_.kind} {type_.name} has no field {member}")
             return Expr(f"{base.src}.f_{member}", ftype)
@@ -676,6 +678,9 @@ class ExpressionCompiler:
             base, method = callee.info
             if method == "isValid" and isinstance(base.type, StructLikeT):
                 self._no_args(args, node, "isValid")
+                if base.type.kind == "header_union":  # valid when one of its headers is
+                    members = " or ".join(f"{base.src}.f_{name}._v" for name, _ in base.type.fields)
+                    return Expr(f"({members})", BoolT())
                 return Expr(f"{base.src}._v", BoolT())
             if base.kind == "table" and method == "apply":
                 self._no_args(args, node, "apply")

@@ -90,6 +90,7 @@ def _runtime_namespace() -> dict:
         "Struct": struct.Struct,
         "PacketIn": PacketIn,
         "pack_bits": runtime.pack_bits,
+        "concat_bits": runtime.concat_bits,
         "hash_bytes": runtime.hash_bytes,
         "csum16_value": runtime.csum16_value,
         "checksum_value": runtime.checksum_value,

@@ -295,6 +295,16 @@ def hash_bytes(algorithm: str, data: bytes) -> int:
     raise ValueError(f"hash algorithm {algorithm} is not supported")
 
 
+def concat_bits(values: tuple[tuple[int, int], ...]) -> tuple[int, int]:
+    """(value, width) of (value, width) pairs concatenated, most significant first (per packet)."""
+    acc = 0
+    total = 0
+    for value, width in values:
+        acc = (acc << width) | value
+        total += width
+    return acc, total
+
+
 def pack_bits(values: list[tuple[int, int]]) -> bytes:
     """Concatenate (value, width) pairs most significant first into bytes, zero-padded at the front."""
     acc = 0

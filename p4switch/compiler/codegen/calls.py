@@ -14,6 +14,7 @@ from p4switch.compiler.model import (
 )
 from p4switch.compiler.types import (
     BitT,
+    InfIntT,
     P4Type,
     StackT,
     StructLikeT,
@@ -108,6 +109,19 @@ class CallGen:
             for arg, (_, direction, ptype) in zip(args, decl, strict=True)
         ]
 
+    def union_siblings(self, header_node, exprs: ExpressionCompiler) -> list[str]:
+        """Sources of the other headers of the header_union `header_node` is a member of (else none).
+
+        Making one header of a union valid makes the others invalid (P4_16 8.20).
+        """
+        if not (isinstance(header_node, Tree) and header_node.data == "member"):
+            return []
+        parent = ExpressionCompiler(self, exprs.scope, for_write=True).compile(header_node.children[0])
+        if not (isinstance(parent.type, StructLikeT) and parent.type.kind == "header_union"):
+            return []
+        member = self.name_of(header_node.children[1])
+        return [f"{parent.src}.f_{name}" for name, _ in parent.type.fields if name != member]
+
     def _action_decl_params(self, spec: ActionSpec):
         """(name, direction, type) of an action's parameters."""
         return self._action_param_types.get(spec.name, [])
@@ -130,6 +144,9 @@ class CallGen:
             if method in ("setValid", "setInvalid"):
                 if args:
                     raise self.fail(node, f"{method}() takes no arguments")
+                if method == "setValid":
+                    for sibling in self.union_siblings(node.children[0].children[0], exprs):
+                        c.add(indent, f"{sibling}._v = False")
                 c.add(indent, f"{base.src}._v = {method == 'setValid'}")
                 return
             if method == "isValid":
@@ -150,11 +167,21 @@ class CallGen:
         if base.kind == "packet_in":
             too_short = self.ir.errors.get("PacketTooShort", 1)
             if method == "extract":
-                if len(args) != 1:
-                    raise self.fail(node, "extract of variable-size headers is not supported")
+                if len(args) not in (1, 2):
+                    raise self.fail(node, "extract takes a header (and the bits of its varbit field)")
                 target = ExpressionCompiler(self, exprs.scope, for_write=True).compile(args[0])
                 if not (isinstance(target.type, StructLikeT) and target.type.kind == "header"):
                     raise self.fail(args[0], "extract needs a header")
+                varbit_bits = None
+                if (len(args) == 2) != (target.type.varbit_field() is not None):
+                    raise self.fail(
+                        node, "extract takes a second argument exactly for a header with a varbit field"
+                    )
+                if len(args) == 2:
+                    bits = exprs.compile(args[1])
+                    if not isinstance(bits.type, BitT | InfIntT):
+                        raise self.fail(args[1], "the varbit size must be a bit<W> value")
+                    varbit_bits = bits.src
                 if isinstance(target.info, tuple) and target.info[0] == "stack_next":
                     stack = target.info[1]
                     sooob = self.ir.errors.get("StackOutOfBounds", 0)
@@ -162,13 +189,15 @@ class CallGen:
                     c.add(indent, f"_st = {stack.src}; _n = _st.nxt")
                     c.add(indent, f"if _n >= {size}: raise ParserError({sooob})")
                     c.add(indent, "_h = _st.items[_n] = _st.cls()")
-                    for line in self.extract_lines(target.type, "_h"):
+                    for line in self.extract_lines(target.type, "_h", varbit_bits):
                         c.add(indent, line)
                     c.add(indent, "_st.nxt = _n + 1")
                 else:
                     c.add(indent, f"_h = {target.src}")
-                    for line in self.extract_lines(target.type, "_h"):
+                    for line in self.extract_lines(target.type, "_h", varbit_bits):
                         c.add(indent, line)
+                    for sibling in self.union_siblings(args[0], exprs):
+                        c.add(indent, f"{sibling}._v = False")
                 return
             if method == "advance":
                 if len(args) != 1:

@@ -127,9 +127,13 @@ class ControlGen:
         ann = self.annotations(annotations)
         type_ = self.resolve_type(type_node)
         local = self.name_of(name_node)
-        control = self._instantiated_control(type_node)
+        control = self._instantiated_block(type_node, self.ir.controls)
         if control is not None:
             self.gen_subcontrol(node, control, local, scope, args_node)
+            return
+        parser = self._instantiated_block(type_node, self.ir.parsers)
+        if parser is not None:
+            self.gen_subparser(node, parser, local, scope, args_node)
             return
         if not isinstance(type_, ExternT):
             raise self.fail(node, f"cannot instantiate {type_} here")
@@ -165,13 +169,25 @@ class ControlGen:
             "instance", gname, type_, InstanceInfo(type_.name, gname, spec, type_.type_args)
         )
 
-    def _instantiated_control(self, type_node) -> Tree | None:
-        """The control declaration an instantiation's type names, if it names one."""
+    def _instantiated_block(self, type_node, blocks: dict) -> Tree | None:
+        """The control or parser declaration (from `blocks`) an instantiation's type names, if any."""
         try:
             name = self.name_of(type_node)
-        except Exception:  # a type that is not a plain name (specialised, ...): not a control
+        except Exception:  # a type that is not a plain name (specialised, ...): not a block
             return None
-        return self.ir.controls.get(name) if isinstance(name, str) else None
+        return blocks.get(name) if isinstance(name, str) else None
+
+    def gen_subparser(self, node: Tree, parser: Tree, local: str, scope: Scope, args_node) -> None:
+        """``P() p;`` in a parser: P generated once more, for this instance, applied as ``p.apply(...)``."""
+        if args_node is not None and any(a is not None for a in args_node.children):
+            raise self.fail(node, "parsers with constructor parameters are not supported")
+        instance = f"{self.control_prefix}.{local}"
+        saved = (self.control_prefix, self.current_params, self.current_role)
+        self.gen_parser(parser, instance)  # a module-level function, before the outer one
+        self.control_prefix, self.current_params, self.current_role = saved
+        function = f"prs_{self.py_ident(instance)}"
+        info = InstanceInfo("control", function, self.block_params(parser))
+        scope.names[local] = Binding("instance", function, None, info)
 
     def gen_subcontrol(self, node: Tree, control: Tree, local: str, scope: Scope, args_node) -> None:
         """``C() c;`` in a control: C generated once more, for this instance, applied as ``c.apply(...)``."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from p4switch.compiler.expressions import Expr, ExpressionCompiler
-from p4switch.compiler.types import P4Type, StackT, StructLikeT, same_type
+from p4switch.compiler.types import ExternT, P4Type, StackT, StructLikeT, same_type
 
 _NAME = re.compile(r"^[A-Za-z_]\w*$")
 _ATTRIBUTE = re.compile(r"^(?P<object>.+)\.(?P<attribute>[A-Za-z_]\w*)$")
@@ -51,6 +51,9 @@ class CopyGen:
         result = self.copy_temp()
         for arg, (name, direction, ptype) in zip(args, params, strict=True):
             composite = isinstance(ptype, StructLikeT | StackT)
+            if isinstance(ptype, ExternT):  # packet_in/packet_out: the one packet, by reference
+                sources.append(exprs.compile(arg).src)
+                continue
             if direction not in ("out", "inout"):
                 src = self._arg_src(arg, ptype, exprs)
                 sources.append(f"{src}.copy()" if composite else src)

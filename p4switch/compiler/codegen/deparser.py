@@ -24,7 +24,7 @@ class DeparserGen:
             # test per element: a deep stack that holds a few headers costs a few iterations
             c.add(indent, f"for _h in {target.src}.stored():")
             c.add(indent + 1, f"if _h._v: out.append({self.pack_expression(t.element, '_h')})")
-        elif isinstance(t, StructLikeT) and t.kind == "struct":
+        elif isinstance(t, StructLikeT) and t.kind in ("struct", "header_union"):
             for fname, ftype in t.fields:
                 if not isinstance(ftype, StructLikeT | StackT):
                     raise self.fail(node, f"emit of a struct with non-header field {fname} is not supported")

@@ -19,6 +19,7 @@ from p4switch.compiler.types import (
     IntT,
     StackT,
     StructLikeT,
+    VarbitT,
     mask,
     width_of,
 )
@@ -81,10 +82,16 @@ class ExternGen:
                 for fname, ftype in item.type.fields:
                     if isinstance(ftype, StructLikeT | StackT):
                         raise self.fail(node, "nested structures in a field list are not supported")
+                    if isinstance(ftype, VarbitT):  # its width is known when the packet is
+                        field = f"{item.src}.f_{fname}"
+                        pairs.append((f"int.from_bytes({field}, 'big')", f"len({field}) * 8"))
+                        continue
                     src = int_src(Expr(f"{item.src}.f_{fname}", ftype))
                     if isinstance(ftype, IntT):
                         src = f"({src} & {mask(ftype.width)})"
                     pairs.append((src, width_of(ftype)))
+            elif isinstance(item.type, VarbitT):
+                pairs.append((f"int.from_bytes({item.src}, 'big')", f"len({item.src}) * 8"))
             elif isinstance(item.type, BitT | IntT | BoolT):
                 src = int_src(item)
                 if isinstance(item.type, IntT):
@@ -95,6 +102,14 @@ class ExternGen:
                     node, f"field lists may hold bit<W>, int<W>, bool and headers, not {item.type}"
                 )
         return pairs
+
+    def _packed(self, pairs: list, indent: int) -> tuple[str, object]:
+        """(value source, width) of a field list; with a varbit field both are computed per packet."""
+        if all(isinstance(width, int) for _, width in pairs):
+            return packed_src(pairs)
+        items = ", ".join(f"({src}, {width})" for src, width in pairs)
+        self.code.add(indent, f"_pv, _pw = concat_bits(({items},))")
+        return "_pv", "_pw"
 
     def _algorithm(self, node, exprs: ExpressionCompiler) -> str:
         """The HashAlgorithm member named by an argument (supported ones only)."""
@@ -112,7 +127,7 @@ class ExternGen:
             raise self.fail(
                 node, f"{UNSUPPORTED_EXTERN_FUNCTIONS[name]} is not supported by the embedded target"
             )
-        if name not in ("mark_to_drop", "verify"):
+        if name != "verify":  # as p4c: any extern function but verify makes P4Info carry type_info
             self.model.uses_externs = True
         if name == "mark_to_drop":
             if len(args) != 1:
@@ -143,7 +158,7 @@ class ExternGen:
             if not isinstance(checksum.type, BitT):
                 raise self.fail(args[2], "the checksum field must be bit<W>")
             algo = self._algorithm(args[3], exprs)
-            packed, nbits = packed_src(pairs)
+            packed, nbits = self._packed(pairs, indent)
             if algo == "csum16":
                 value = f"csum16_value({packed}, {nbits})"
             else:
@@ -166,7 +181,7 @@ class ExternGen:
             for part, pnode in ((base, args[2]), (maximum, args[4])):
                 if not isinstance(part.type, BitT | InfIntT):
                     raise self.fail(pnode, "hash base and max must be bit<W> values")
-            packed, nbits = packed_src(pairs)
+            packed, nbits = self._packed(pairs, indent)
             value = f"v1model_hash({algo!r}, {base.src}, {packed}, {nbits}, {maximum.src})"
             c.add(indent, f"{result.src} = {wrap_src(value, result.type)}")
             return

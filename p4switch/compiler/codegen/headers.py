@@ -14,6 +14,7 @@ from p4switch.compiler.types import (
     P4Type,
     StackT,
     StructLikeT,
+    VarbitT,
     mask,
     width_of,
 )
@@ -36,6 +37,8 @@ def header_chunks(t: StructLikeT) -> list[Chunk]:
     pending: list[tuple[str, P4Type, int]] = []
     width = 0
     for fname, ftype in t.fields:
+        if isinstance(ftype, VarbitT):  # the variable part: read and written as bytes after the chunks
+            continue
         pending.append((fname, ftype, width_of(ftype)))
         width += width_of(ftype)
         if width % 8 == 0:
@@ -88,6 +91,8 @@ class HeaderGen:
             return f"HeaderStack({element}, B_{element}, {type_.size})"
         if isinstance(type_, BoolT):
             return "False"
+        if isinstance(type_, VarbitT):
+            return 'b""'
         if isinstance(type_, EnumT) and type_.underlying is None:
             return "0"
         if isinstance(type_, BitT | IntT | ErrorT | EnumT | InfIntT):
@@ -149,7 +154,7 @@ class HeaderGen:
         c.add(1, "def lookahead(pk, too_short):")
         c.add(2, f"h = {self.class_name(t)}(); o = pk.off; h.extract(pk); pk.off = o; return h")
 
-    def extract_lines(self, t: StructLikeT, obj: str) -> list[str]:
+    def extract_lines(self, t: StructLikeT, obj: str, varbit_bits: str | None = None) -> list[str]:
         """Python lines extracting header type t from the packet reader `pk` into object `obj`.
 
         One precompiled struct.unpack_from reads the header as byte-aligned chunks; fields
@@ -159,12 +164,17 @@ class HeaderGen:
         too_short = self.ir.errors.get("PacketTooShort", 1)
         chunks = header_chunks(t)
         names = [f"_u{i}" for i in range(sum(len(chunk.codes) for chunk in chunks))]
-        lines = [
-            f"_o = pk.off; _e = _o + {total // 8}",
-            f"if _e > pk.n: raise ParserError({too_short})",
-            f"{', '.join(names)}{',' if len(names) == 1 else ''} = {struct_name(t)}.unpack_from(pk.data, _o)",
-            "pk.off = _e",
-        ]
+        varbit = t.varbit_field()
+        # the size argument first: it may look ahead from where the header starts
+        lines = [f"_b = {varbit_bits}"] if varbit is not None and varbit_bits is not None else []
+        if names:  # the fixed part (a header may be a varbit field alone)
+            lines += [
+                f"_o = pk.off; _e = _o + {total // 8}",
+                f"if _e > pk.n: raise ParserError({too_short})",
+                f"{', '.join(names)}{',' if len(names) == 1 else ''} = "
+                f"{struct_name(t)}.unpack_from(pk.data, _o)",
+                "pk.off = _e",
+            ]
         position = 0
         for chunk in chunks:
             parts = names[position : position + len(chunk.codes)]
@@ -186,6 +196,17 @@ class HeaderGen:
                 elif isinstance(ftype, BoolT):
                     src = f"bool({src})"
                 lines.append(f"{obj}.f_{fname} = {src}")
+        if varbit is not None:  # `varbit_bits`: the source of extract's second argument
+            fname, ftype = varbit
+            too_long = self.ir.errors.get("HeaderTooShort", too_short)
+            lines += [
+                *([] if varbit_bits is not None else ["_b = 0"]),
+                f"if _b > {ftype.max_width} or _b % 8: raise ParserError({too_long})",
+                "_o = pk.off; _e = _o + (_b >> 3)",
+                f"if _e > pk.n: raise ParserError({too_short})",
+                f"{obj}.f_{fname} = bytes(pk.data[_o:_e])",
+                "pk.off = _e",
+            ]
         lines.append(f"{obj}._v = True")
         return lines
 
@@ -210,4 +231,6 @@ class HeaderGen:
                 if index:
                     piece = f"({piece} & {mask(CODE_BITS[code])})"
                 values.append(piece)
-        return f"{struct_name(t)}.pack({', '.join(values)})"
+        fixed = f"{struct_name(t)}.pack({', '.join(values)})"
+        varbit = t.varbit_field()
+        return fixed if varbit is None else f"({fixed} + {obj}.f_{varbit[0]})"

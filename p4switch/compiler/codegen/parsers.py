@@ -18,11 +18,14 @@ from p4switch.compiler.types import (
 class ParserGen:
     """Parsers: one function per parser, states as a loop over the current state, select transitions."""
 
-    def gen_parser(self, node: Tree) -> None:
-        """The parser function and one function per state."""
-        name = self.name_of(node.children[1])
+    def gen_parser(self, node: Tree, instance: str | None = None) -> None:
+        """The parser function and one function per state (`instance`: a sub-parser instance's full name)."""
+        name = instance or self.name_of(node.children[1])
         self.control_prefix = name
+        name = self.py_ident(name)
         params = self.block_params(node)
+        if node.children[4] is not None and any(c is not None for c in node.children[4].children):
+            raise self.fail(node, "parsers with constructor parameters are not supported")
         scope = Scope({}, None, in_parser=True)
         for pname, direction, ptype in params:
             scope.names[pname] = self.param_binding(pname, ptype, direction)
@@ -56,6 +59,9 @@ class ParserGen:
         for index, sname in enumerate(order):
             self.code.add(2, f"{'if' if index == 0 else 'elif'} st == {index}:  # state {sname}")
             self.gen_state(by_name[sname], name, scope, state_names, 3)
+        outs = [p for p, direction, t in params if direction in ("out", "inout") and t.is_scalar()]
+        if outs:  # a sub-parser's out/inout scalars, copied out by its caller (see codegen.copies)
+            self.code.add(1, f"return (None{''.join(f', p_{p}' for p in outs)})")
         self.code.add(0, "")
 
     def gen_state(self, node: Tree, parser: str, scope: Scope, state_names: set[str], indent: int) -> None:

@@ -77,13 +77,19 @@ class StatementGen:
                 return
             if isinstance(result_type, VoidT):
                 raise self.fail(node, "a void function cannot return a value")
-            value = ExpressionCompiler(self, ctx.scope).compile(node.children[0], expected=result_type)
-            if not result_type.is_scalar():
-                raise self.fail(node, "functions may only return bit<W>, int<W>, bool or enum values")
-            if self._return_tail is None:
-                self.code.add(indent, f"return {value.src}")
+            exprs = ExpressionCompiler(self, ctx.scope)
+            if isinstance(result_type, StructLikeT | StackT):  # a fresh value: never an alias of a parameter
+                src = ctx.temp("r")
+                value_node = node.children[0]
+                self.gen_assign_to(src, result_type, value_node, exprs, self.code, indent, ctx, fresh=True)
+            elif result_type.is_scalar():
+                src = exprs.compile(node.children[0], expected=result_type).src
             else:
-                self.code.add(indent, f"return ({value.src}{self._return_tail})")
+                raise self.fail(node, f"functions cannot return a {result_type} in the embedded target")
+            if self._return_tail is None:
+                self.code.add(indent, f"return {src}")
+            else:
+                self.code.add(indent, f"return ({src}{self._return_tail})")
             return
         if node.children[0] is not None:
             raise self.fail(node, "return with a value is only allowed in functions")
@@ -204,11 +210,17 @@ class StatementGen:
             ]
         temps = []
         for fname, ftype, item, item_node in pairs:
-            if isinstance(ftype, StructLikeT | StackT):
-                raise self.fail(item_node, "nested initializers are not supported")
-            item = exprs.coerce(item, ftype, item_node)
             temp = ctx.temp("i")
-            code.add(indent, f"{temp} = {item.src}")
+            if isinstance(ftype, StructLikeT) and item.items is not None:  # a nested initializer
+                code.add(indent, f"{temp} = {self.default_value_src(ftype)}")
+                self._assign_initializer(temp, ftype, item, item_node, exprs, code, indent, ctx)
+            elif isinstance(ftype, StructLikeT | StackT):
+                if not same_type(item.type, ftype):
+                    raise self.fail(item_node, f"type mismatch: expected {ftype}, got {item.type}")
+                code.add(indent, f"{temp} = {item.src}.copy()")
+            else:
+                item = exprs.coerce(item, ftype, item_node)
+                code.add(indent, f"{temp} = {item.src}")
             temps.append((fname, temp))
         for fname, temp in temps:
             code.add(indent, f"{target}.f_{fname} = {temp}")
@@ -302,8 +314,15 @@ class StatementGen:
             raise self.fail(label, "switch needs a table's action_run or an integer/enum value")
         if isinstance(label, Tree) and label.data == "name" and isinstance(subject.type, EnumT):
             member = self.name_of(label)
-            return subject.type.members[member]
-        raise self.fail(label, "switch labels on values must be enum members")
+            if member in subject.type.members:
+                return subject.type.members[member]
+        if isinstance(subject.type, BitT | IntT):  # an integer or a constant of the subject's type
+            node = label if label.data == "integer" else Tree("var", label.children)
+            value = exprs.compile(node, expected=subject.type)
+            if value.const is None:
+                raise self.fail(label, "a switch label must be a compile-time constant")
+            return int(value.const)
+        raise self.fail(label, "switch labels on values must be enum members or constants")
 
     def _s_direct_application(self, node, ctx, indent) -> None:
         """Statement node 'direct_application'."""

@@ -24,6 +24,7 @@ from p4switch.compiler.types import (
     EnumT,
     IntT,
     P4Type,
+    StructLikeT,
     mask,
     width_of,
 )
@@ -72,7 +73,7 @@ class TableGen:
                             expr_node, "table keys must be bit<W>, int<W>, bool or serializable enum values"
                         )
                     width = width_of(expr.type)
-                    kname = kann["name"][0] if "name" in kann else expression_text(expr_node)
+                    kname = kann["name"][0] if "name" in kann else self._key_name(expr_node, exprs)
                     keys.append(KeySpec(kname, mk, width, kann))
                     key_srcs.append(int_src(expr))
                     key_types.append(expr.type)
@@ -176,6 +177,18 @@ class TableGen:
         self._tables_by_function[fn] = info
         c.add(1, "return e")
         c.add(0, "")
+
+    def _key_name(self, node, exprs: ExpressionCompiler) -> str:
+        """A key's P4Info name as p4c writes it (``$valid$`` for the isValid() of a union member)."""
+        text = expression_text(node)
+        callee = node.children[0] if isinstance(node, Tree) and node.data == "call" else None
+        if isinstance(callee, Tree) and callee.data == "member" and text.endswith(".isValid()"):
+            header = callee.children[0]
+            if isinstance(header, Tree) and header.data == "member":
+                parent = exprs.compile(header.children[0])
+                if isinstance(parent.type, StructLikeT) and parent.type.kind == "header_union":
+                    return f"{expression_text(header)}.$valid$"
+        return text
 
     def _action_call(
         self, node, scope: Scope, allowed: dict[str, ActionSpec]
