@@ -129,11 +129,11 @@ class ControlGen:
         local = self.name_of(name_node)
         control = self._instantiated_block(type_node, self.ir.controls)
         if control is not None:
-            self.gen_subcontrol(node, control, local, scope, args_node)
+            self.gen_subcontrol(node, control, self.fq_name(local, ann), local, scope, args_node)
             return
         parser = self._instantiated_block(type_node, self.ir.parsers)
         if parser is not None:
-            self.gen_subparser(node, parser, local, scope, args_node)
+            self.gen_subparser(node, parser, self.fq_name(local, ann), local, scope, args_node)
             return
         if not isinstance(type_, ExternT):
             raise self.fail(node, f"cannot instantiate {type_} here")
@@ -177,11 +177,12 @@ class ControlGen:
             return None
         return blocks.get(name) if isinstance(name, str) else None
 
-    def gen_subparser(self, node: Tree, parser: Tree, local: str, scope: Scope, args_node) -> None:
+    def gen_subparser(
+        self, node: Tree, parser: Tree, instance: str, local: str, scope: Scope, args_node
+    ) -> None:
         """``P() p;`` in a parser: P generated once more, for this instance, applied as ``p.apply(...)``."""
         if args_node is not None and any(a is not None for a in args_node.children):
             raise self.fail(node, "parsers with constructor parameters are not supported")
-        instance = f"{self.control_prefix}.{local}"
         saved = (self.control_prefix, self.current_params, self.current_role)
         self.gen_parser(parser, instance)  # a module-level function, before the outer one
         self.control_prefix, self.current_params, self.current_role = saved
@@ -189,11 +190,12 @@ class ControlGen:
         info = InstanceInfo("control", function, self.block_params(parser))
         scope.names[local] = Binding("instance", function, None, info)
 
-    def gen_subcontrol(self, node: Tree, control: Tree, local: str, scope: Scope, args_node) -> None:
+    def gen_subcontrol(
+        self, node: Tree, control: Tree, instance: str, local: str, scope: Scope, args_node
+    ) -> None:
         """``C() c;`` in a control: C generated once more, for this instance, applied as ``c.apply(...)``."""
         if args_node is not None and any(a is not None for a in args_node.children):
             raise self.fail(node, "controls with constructor parameters are not supported")
-        instance = f"{self.control_prefix}.{local}"
         params = self.block_params(control)
         for _, direction, ptype in params:
             if direction in ("out", "inout") and ptype.is_scalar():

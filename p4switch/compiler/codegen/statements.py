@@ -329,10 +329,19 @@ class StatementGen:
         raise self.fail(node, "applying a parser or control from another block is not supported")
 
     def _s_generic_method_call_statement(self, node, ctx, indent) -> None:
-        """Statement node 'generic_method_call_statement'."""
-        raise self.fail(
-            node, "generic method calls with explicit type arguments are not supported as statements"
-        )
+        """Statement node 'generic_method_call_statement': ``pk.extract<H>(hdr.h)`` (H checked)."""
+        callee_node, type_args, args_node = node.children
+        types = [self.resolve_type(t) for t in type_args.children if t is not None]
+        args = [a for a in (args_node.children if args_node is not None else []) if a is not None]
+        callee = ExpressionCompiler(self, ctx.scope, for_write=True).compile(callee_node)
+        is_extract = callee.kind == "method" and callee.info[1] == "extract"
+        if not (is_extract and callee.info[0].kind == "packet_in"):
+            raise self.fail(node, "explicit type arguments are supported on packet.extract<H>(...) only")
+        target = ExpressionCompiler(self, ctx.scope, for_write=True).compile(args[0]) if args else None
+        if len(types) != 1 or target is None or not same_type(types[0], target.type):
+            raise self.fail(node, "extract<H>(h) needs one type argument, the type of h")
+        method_call = Tree("method_call_statement", [callee_node, args_node])
+        self._s_method_call_statement(method_call, ctx, indent)
 
     def _s_method_call_statement(self, node, ctx, indent) -> None:
         """Statement node 'method_call_statement'."""

@@ -224,8 +224,16 @@ class TableGen:
         entries_nodes = [e for e in node.children if isinstance(e, Tree) and e.data == "entry"]
         exprs = ExpressionCompiler(self, scope)
         result = []
+        given = [self.annotations(entry.children[0]).get("priority") for entry in entries_nodes]
+        priority = len(entries_nodes) + 1
         for index, entry in enumerate(entries_nodes):
             _, keyset, action_node = entry.children
+            # @priority(N): larger wins (P4_16's largest_priority_wins); an entry without one
+            # ranks just below the entry before it, the first entry highest when none has one
+            if given[index]:
+                priority = int(given[index][0])
+            else:
+                priority = max(priority - 1, 1) if any(given) else len(entries_nodes) - index
             if isinstance(keyset, Tree) and keyset.data in ("tuple_keyset_expression", "tuple_keyset_one"):
                 elements = keyset.children
             else:
@@ -238,7 +246,7 @@ class TableGen:
                 if value is not None:
                     match[key.name] = value
             spec, args = self._action_call(action_node, scope, allowed)
-            result.append(ConstEntrySpec(match, spec.name, tuple(args), len(entries_nodes) - index))
+            result.append(ConstEntrySpec(match, spec.name, tuple(args), priority))
         return result
 
     def _entry_key_value(self, element, key: KeySpec, ktype: P4Type, exprs: ExpressionCompiler):
