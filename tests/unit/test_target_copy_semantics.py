@@ -129,3 +129,10 @@ def test_switch_on_a_bit_value(tmp_path: Path, fused: bool) -> None:
     body = "switch (hdr.h.a) { 1: { hdr.h.d = 0xA; } 2: { hdr.h.d = 0xB; } default: { hdr.h.d = 0xC; } }"
     frames = [("01 00 00 00", "01 00 00 0a"), ("02 00 00 00", "02 00 00 0b"), ("07 00 00 00", "07 00 00 0c")]
     run(tmp_path, frames, fused, body=body)
+
+
+@PATHS
+def test_slice_of_a_slice_as_assignment_target(tmp_path: Path, fused: bool) -> None:
+    """``a[7:4][1:0] = 3`` sets bits 5..4 of a, the others kept: 0x00 becomes 0x30, 0xCF becomes 0xFF."""
+    body = "hdr.h.a[7:4][1:0] = 2w3;"
+    run(tmp_path, [("00 00 00 00", "30 00 00 00"), ("cf 00 00 00", "ff 00 00 00")], fused, body=body)

@@ -140,10 +140,20 @@ class StatementGen:
             self.code.add(indent, line)
 
     def _assign_slice(self, target_node: Tree, value_node, exprs: ExpressionCompiler, indent: int) -> None:
-        """`x[h:l] = v`: replace bits h..l of x."""
-        base = ExpressionCompiler(self, exprs.scope, for_write=True).compile(target_node.children[0])
+        """`x[h:l] = v`: replace bits h..l of x (`x[h1:l1][h2:l2]` is `x[l1+h2:l1+l2]`)."""
+        base_node = target_node.children[0]
         high = self.constant_int(target_node.children[1])
         low = self.constant_int(target_node.children[2])
+        while isinstance(base_node, Tree) and base_node.data == "slice":  # a slice of a slice
+            outer_high = self.constant_int(base_node.children[1])
+            outer_low = self.constant_int(base_node.children[2])
+            if not 0 <= low <= high <= outer_high - outer_low:
+                raise self.fail(
+                    target_node, f"slice [{high}:{low}] out of range for bit<{outer_high - outer_low + 1}>"
+                )
+            high, low = outer_low + high, outer_low + low
+            base_node = base_node.children[0]
+        base = ExpressionCompiler(self, exprs.scope, for_write=True).compile(base_node)
         if base.kind != "value" or not isinstance(base.type, BitT | IntT):
             raise self.fail(target_node, "slice assignment needs a bit<W> or int<W> target")
         if not 0 <= low <= high < base.type.width:
