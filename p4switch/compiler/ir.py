@@ -61,6 +61,7 @@ class ProgramIR:
     controls: dict[str, Tree] = field(default_factory=dict)
     package_blocks: dict[str, str] = field(default_factory=dict)  # role -> parser/control name
     struct_order: list[StructLikeT] = field(default_factory=list)
+    global_instances: list = field(default_factory=list)  # instantiation nodes of top-level externs
 
 
 def position(source: Preprocessed, node) -> tuple[str, int, int]:
@@ -382,6 +383,9 @@ class Frontend:
         _, type_node, args, name_node = node.children
         type_ = self.resolve_type(type_node)
         name = self.name_of(name_node)
+        if isinstance(type_, ExternT):  # an extern instance shared by all blocks (codegen makes it)
+            self.ir.global_instances.append(node)
+            return
         if not (isinstance(type_, NamedBlockT) and type_.kind == "package"):
             raise self.fail(
                 node, "only the V1Switch package may be instantiated at top level in the embedded target"

@@ -235,13 +235,16 @@ class DataPlane:
     def _receive(self, port: Port, pipeline: Any) -> None:
         """Up to RX_BATCH frames from one port, each through ingress and on to its egress port.
 
-        The common case (the kernel drops our own outgoing copies, no pcap, a pipeline
-        loaded) takes ``_receive_fused``; anything else the general loop below, which
+        The common case (the kernel drops our own outgoing copies, no pcap, a language-core
+        pipeline loaded) takes ``_receive_fused``; anything else (including a pipeline
+        without a fused driver, such as the tests' stand-in) the general loop below, which
         hands every frame to ``_ingress``.
         """
         if port.ignores_outgoing and port.pcap_in is None and pipeline is not None:
-            self._receive_fused(port, pipeline.fused_entry_point())
-            return
+            fused_entry_point = getattr(pipeline, "fused_entry_point", None)
+            if fused_entry_point is not None:
+                self._receive_fused(port, fused_entry_point())
+                return
         sock = port.sock
         number = port.number
         filter_outgoing = not port.ignores_outgoing

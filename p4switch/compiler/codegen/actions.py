@@ -49,7 +49,7 @@ class ActionGen:
         local = self.name_of(node.children[1])
         fq = self.fq_name(local, ann)
         fn = "act_" + self.py_ident(fq)
-        scope = Scope({}, control_scope) if control_scope is not None else Scope({}, None)
+        scope = Scope({}, control_scope) if control_scope is not None else Scope({}, self.global_scope)
         aparams = self.action_params(node)
         py_params, cp_params = [], []
         seen_directionless = False

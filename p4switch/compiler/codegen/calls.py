@@ -72,7 +72,7 @@ class CallGen:
             raise self.fail(proto, "generic functions are not supported")
         result_type = self.resolve_type(proto.children[0])
         params = []
-        scope = Scope({}, None)
+        scope = Scope({}, self.global_scope)
         plist = proto.children[3]
         for p in plist.children if plist is not None else []:
             if p is None:

@@ -43,7 +43,7 @@ class ControlGen:
         self.control_prefix = name
         name = self.py_ident(name)
         params = self.block_params(node)
-        scope = Scope({}, None)
+        scope = Scope({}, self.global_scope)
         for pname, direction, ptype in params:
             scope.names[pname] = self.param_binding(pname, ptype, direction)
         slot_names: list[str] = []

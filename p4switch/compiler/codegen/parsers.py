@@ -26,7 +26,7 @@ class ParserGen:
         params = self.block_params(node)
         if node.children[4] is not None and any(c is not None for c in node.children[4].children):
             raise self.fail(node, "parsers with constructor parameters are not supported")
-        scope = Scope({}, None, in_parser=True)
+        scope = Scope({}, self.global_scope, in_parser=True)
         for pname, direction, ptype in params:
             scope.names[pname] = self.param_binding(pname, ptype, direction)
         locals_, states = [], []
