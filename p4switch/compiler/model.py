@@ -33,6 +33,7 @@ class KeySpec:
     match_kind: str  # exact | lpm | ternary | range | optional
     width: int
     annotations: dict = field(default_factory=dict)
+    p4info_width: int | None = None  # when P4Info says otherwise (p4c gives an error key no bitwidth)
 
 
 @dataclass

@@ -133,7 +133,7 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
             field = message.match_fields.add()
             field.id = index
             field.name = key.name
-            field.bitwidth = key.width
+            field.bitwidth = key.width if key.p4info_width is None else key.p4info_width
             field.match_type = _MATCH_TYPES[key.match_kind]
         for ref in table.actions:
             action_ref = message.action_refs.add()
@@ -185,4 +185,6 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
         message.size = spec.size
     if tables or model.uses_externs:
         info.type_info.SetInParent()  # as p4c writes it: present (empty) once a table or extern is seen
+    if any(key.p4info_width == 0 for table in tables for key in table.keys):  # an error-typed key
+        info.type_info.error.members.extend(sorted(model.errors, key=model.errors.__getitem__))
     return info

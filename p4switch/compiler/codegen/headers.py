@@ -14,6 +14,7 @@ from p4switch.compiler.types import (
     P4Type,
     StackT,
     StructLikeT,
+    TupleT,
     VarbitT,
     mask,
     width_of,
@@ -93,6 +94,8 @@ class HeaderGen:
             return "False"
         if isinstance(type_, VarbitT):
             return 'b""'
+        if isinstance(type_, TupleT):
+            return "(" + "".join(f"{self.default_value_src(t)}, " for t in type_.elements) + ")"
         if isinstance(type_, EnumT) and type_.underlying is None:
             return "0"
         if isinstance(type_, BitT | IntT | ErrorT | EnumT | InfIntT):

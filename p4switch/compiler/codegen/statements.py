@@ -20,6 +20,7 @@ from p4switch.compiler.types import (
     P4Type,
     StackT,
     StructLikeT,
+    TupleT,
     VoidT,
     mask,
     same_type,
@@ -184,6 +185,17 @@ class StatementGen:
                 if fresh:
                     code.add(indent, f"{target} = {self.default_value_src(type_)}")
                 self._assign_initializer(target, type_, value, value_node, exprs, code, indent, ctx)
+                return
+            if (
+                isinstance(type_, TupleT)
+                and isinstance(value.items, list)
+                and len(value.items) == len(type_.elements)
+            ):
+                items = [
+                    exprs.coerce(item, t, value_node).src
+                    for item, t in zip(value.items, type_.elements, strict=True)
+                ]
+                code.add(indent, f"{target} = ({', '.join(items)},)")
                 return
             raise self.fail(value_node, f"cannot initialize a {type_} from a list")
         if isinstance(type_, StructLikeT | StackT):

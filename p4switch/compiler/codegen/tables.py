@@ -22,6 +22,7 @@ from p4switch.compiler.types import (
     BitT,
     BoolT,
     EnumT,
+    ErrorT,
     IntT,
     P4Type,
     StructLikeT,
@@ -68,6 +69,12 @@ class TableGen:
                     if mk not in MATCH_KINDS:
                         raise self.fail(mk_node, f"match kind {mk} is not supported")
                     expr = exprs.compile(expr_node)
+                    if expr.kind == "value" and isinstance(expr.type, ErrorT):  # error codes: bit<32> (bmv2)
+                        kname = kann["name"][0] if "name" in kann else self._key_name(expr_node, exprs)
+                        keys.append(KeySpec(kname, mk, 32, kann, p4info_width=0))
+                        key_srcs.append(expr.src)
+                        key_types.append(BitT(32))
+                        continue
                     if expr.kind != "value" or not isinstance(expr.type, BitT | IntT | BoolT | EnumT):
                         raise self.fail(
                             expr_node, "table keys must be bit<W>, int<W>, bool or serializable enum values"
