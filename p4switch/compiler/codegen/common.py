@@ -26,8 +26,6 @@ UNSUPPORTED_EXTERN_FUNCTIONS = {
     "recirculate": "recirculate()",
     "recirculate_preserving_field_list": "recirculate_preserving_field_list()",
     "truncate": "truncate()",
-    "verify_checksum_with_payload": "verify_checksum_with_payload()",
-    "update_checksum_with_payload": "update_checksum_with_payload()",
 }
 SUPPORTED_HASHES = {"crc32", "crc16", "csum16", "identity", "xor16", "random"}
 

@@ -76,6 +76,7 @@ class CodeGenerator(
         self._function_result: P4Type = VoidT()
         self._return_tail: str | None = None  # what a return adds in a callee with out/inout scalars
         self._copy_temps = itertools.count()
+        self.uses_payload = False  # a *_checksum_with_payload reads the payload as _sm._pl
         self.global_scope = Scope({}, None)  # extern instances declared at top level
         self.current_params: list = []
         self.current_role = ""
@@ -121,6 +122,8 @@ class CodeGenerator(
         c.add(0, "")
         c.add(0, "def run_egress(state, port, enq_qdepth, deq_qdepth, deq_timedelta, ts):")
         c.add(1, "hdr, meta, sm, payload = state")
+        if self.uses_payload:
+            c.add(1, "sm._pl = payload")
         c.add(1, "sm.f_egress_port = port & 511; sm.f_enq_qdepth = enq_qdepth & 524287")
         c.add(1, "sm.f_deq_qdepth = deq_qdepth & 524287; sm.f_deq_timedelta = deq_timedelta & 4294967295")
         c.add(1, "sm.f_egress_global_timestamp = ts & 281474976710655")
@@ -168,6 +171,8 @@ class CodeGenerator(
         c.add(2, f"{e['parser']}(sm, pk, hdr, meta, sm)")
         c.add(1, "except ParserError as error:")
         c.add(2, "sm.f_parser_error = error.code")
+        if self.uses_payload:
+            c.add(1, "sm._pl = pk.data[pk.off:]")
         for role, args in (("verify_checksum", "hdr, meta"), ("ingress", "hdr, meta, sm")):
             self._exit_guarded_call(role, args)
 

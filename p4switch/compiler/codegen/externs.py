@@ -146,12 +146,20 @@ class ExternGen:
             err = exprs.compile(args[1], expected=ErrorT())
             c.add(indent, f"if not {cond.src}: raise ParserError({err.src})")
             return
-        if name in ("verify_checksum", "update_checksum"):
+        if name in (
+            "verify_checksum",
+            "update_checksum",
+            "verify_checksum_with_payload",
+            "update_checksum_with_payload",
+        ):
             if len(args) != 4:
                 raise self.fail(node, f"{name}(condition, data, checksum, algorithm) takes four arguments")
             cond = exprs.compile(args[0], expected=BoolT())
             pairs = self._data_list(args[1], exprs)
-            if name == "verify_checksum":
+            if name.endswith("_with_payload"):  # the packet after its parsed headers, as bmv2 (see drivers)
+                self.uses_payload = True
+                pairs.append(("int.from_bytes(_sm._pl, 'big')", "len(_sm._pl) * 8"))
+            if name.startswith("verify_checksum"):
                 checksum = exprs.compile(args[2])
             else:
                 checksum = self._lvalue(args[2], exprs)
@@ -163,7 +171,7 @@ class ExternGen:
                 value = f"csum16_value({packed}, {nbits})"
             else:
                 value = f"(checksum_value({algo!r}, {packed}, {nbits}) & {mask(checksum.type.width)})"
-            if name == "verify_checksum":
+            if name.startswith("verify_checksum"):
                 c.add(indent, f"if {cond.src} and {value} != {checksum.src}: _sm.f_checksum_error = 1")
             else:
                 c.add(indent, f"if {cond.src}: {checksum.src} = {value}")
