@@ -172,8 +172,8 @@ class Frontend:
             raise self.fail(node, f"generic type {base} is not supported")
         if kind == "header_stack_type":
             element = self.resolve_type(node.children[0], type_params)
-            if not (isinstance(element, StructLikeT) and element.kind == "header"):
-                raise self.fail(node, "only stacks of headers are supported")
+            if not (isinstance(element, StructLikeT) and element.kind in ("header", "header_union")):
+                raise self.fail(node, "only stacks of headers or header unions are supported")
             size = self.constant_int(node.children[1])
             if size <= 0:
                 raise self.fail(node, "header stack size must be positive")

@@ -66,7 +66,10 @@ def make_blank(header_class: type):
         (header_class,),
         {"__setattr__": refuse, "assign": refuse, "extract": refuse, "__doc__": "Read-only invalid element."},
     )
-    return blank_class()
+    blank = blank_class.__new__(blank_class)
+    for name, value in header_class().__dict__.items():  # a union's member headers: blanks too
+        object.__setattr__(blank, name, make_blank(type(value)) if hasattr(value, "_v") else value)
+    return blank
 
 
 def stored_headers(items: list, blank) -> list:

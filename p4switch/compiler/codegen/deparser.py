@@ -19,6 +19,11 @@ class DeparserGen:
         if isinstance(t, StructLikeT) and t.kind == "header":
             c.add(indent, f"_h = {target.src}")
             c.add(indent, f"if _h._v: out.append({self.pack_expression(t, '_h')})")
+        elif isinstance(t, StackT) and t.element.kind == "header_union":
+            c.add(indent, f"for _u in {target.src}.stored():")
+            for fname, ftype in t.element.fields:
+                c.add(indent + 1, f"_h = _u.f_{fname}")
+                c.add(indent + 1, f"if _h._v: out.append({self.pack_expression(ftype, '_h')})")
         elif isinstance(t, StackT):
             # stored() leaves out the shared blank elements (never valid) without a Python-level
             # test per element: a deep stack that holds a few headers costs a few iterations

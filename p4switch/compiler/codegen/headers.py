@@ -143,6 +143,8 @@ class HeaderGen:
             c.add(0, f"B_{name} = make_blank({name})")
             codes = "".join(code for chunk in header_chunks(t) for code in chunk.codes)
             c.add(0, f"{struct_name(t)} = Struct({'!' + codes!r})")
+        elif t.kind == "header_union":  # the shared blank of a stack of unions
+            c.add(0, f"B_{name} = make_blank({name})")
         c.add(0, "")
 
     def _gen_header_io(self, t: StructLikeT) -> None:
