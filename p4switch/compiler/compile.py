@@ -122,7 +122,7 @@ def fused_or_plain(python_source: str, model: ProgramModel) -> str:
     table_actions = {
         table.global_name: list(
             dict.fromkeys(
-                model.actions[name].function
+                table.bound_functions.get(name, model.actions[name].function)
                 for name in [ref.action for ref in table.actions] + [table.default_action]
             )
         )

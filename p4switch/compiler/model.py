@@ -71,6 +71,7 @@ class TableSpec:
     direct_counter: str | None = None
     annotations: dict = field(default_factory=dict)
     hidden: bool = False
+    bound_functions: dict[str, str] = field(default_factory=dict)  # action -> its wrapper with bound args
 
 
 @dataclass

@@ -136,3 +136,19 @@ def test_slice_of_a_slice_as_assignment_target(tmp_path: Path, fused: bool) -> N
     """``a[7:4][1:0] = 3`` sets bits 5..4 of a, the others kept: 0x00 becomes 0x30, 0xCF becomes 0xFF."""
     body = "hdr.h.a[7:4][1:0] = 2w3;"
     run(tmp_path, [("00 00 00 00", "30 00 00 00"), ("cf 00 00 00", "ff 00 00 00")], fused, body=body)
+
+
+@PATHS
+def test_action_with_bound_arguments_in_an_action_list(tmp_path: Path, fused: bool) -> None:
+    """``actions = { a(hdr.h.c); }``: an entry's a(v: 5) adds 5 to its bound inout c (0x30 + 5 = 0x35)."""
+    locals_ = """action a(inout bit<8> x, bit<8> v) { x = x + v; }
+    table t { key = { hdr.h.a : exact; } actions = { a(hdr.h.c); NoAction; } default_action = NoAction(); }"""
+    fields = {"frame": FRAME, "decls": "", "extra": "", "locals_": locals_, "body": "t.apply();"}
+    (tmp_path / "p.p4").write_text(TEMPLATE.format(**fields))
+    (tmp_path / "t.stf").write_text(
+        "add t hdr.h.a:1 a(v:5)\npacket 0 01 20 30 40\nexpect 1 01 20 35 40$\n"
+        "packet 0 02 20 30 40\nexpect 1 02 20 30 40$\n"
+    )
+    program = compile_program(tmp_path / "p.p4", use_disk_cache=False)
+    result = run_stf(program, read_stf(tmp_path / "t.stf"), "t.stf", fused=fused)
+    assert result.passed, result.report()

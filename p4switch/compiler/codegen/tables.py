@@ -47,6 +47,7 @@ class TableGen:
         key_types: list[P4Type] = []
         action_refs: list[ActionRefSpec] = []
         action_specs: dict[str, ActionSpec] = {}
+        bound_functions: dict[str, str] = {}
         default = None
         default_const = False
         size = 1024
@@ -89,9 +90,10 @@ class TableGen:
                     rann = self.annotations(ref.children[0])
                     listed = ref.children[2] if ref.data == "action_ref_args" else None
                     ref_args = listed.children if listed is not None else []
-                    if any(a is not None for a in ref_args):
-                        raise self.fail(ref, "action arguments in a table's action list are not supported")
                     spec = self.resolve_action(ref.children[1], scope)
+                    bound = [a for a in ref_args if a is not None]
+                    if bound:
+                        bound_functions[spec.name] = self._bound_action(spec, bound, ref, scope, params, fq)
                     scope_kind = "TABLE_AND_DEFAULT"
                     if "tableonly" in rann:
                         scope_kind = "TABLE_ONLY"
@@ -158,6 +160,7 @@ class TableGen:
             direct_counter.name if direct_counter else None,
             ann,
             hidden="hidden" in ann,
+            bound_functions=bound_functions,
         )
         if const_entries_node is not None:
             spec.const_entries = self._const_entries(const_entries_node, keys, key_types, scope, action_specs)
@@ -184,6 +187,23 @@ class TableGen:
         self._tables_by_function[fn] = info
         c.add(1, "return e")
         c.add(0, "")
+
+    def _bound_action(self, spec: ActionSpec, bound: list, ref, scope: Scope, params, table: str) -> str:
+        """``actions = { a(x); }``: a function running `a` with x bound and the entry's own parameters."""
+        decl = self._action_decl_params(spec)
+        directional = [p for p in decl if p[1] is not None]
+        if len(bound) != len(directional):
+            raise self.fail(
+                ref, f"action {spec.name} takes {len(directional)} bound arguments, got {len(bound)}"
+            )
+        function = f"actb_{self.py_ident(table)}__{self.py_ident(spec.name)}"
+        own = [f"a_{p.name}" for p in spec.params]
+        self.code.add(0, f"def {function}({', '.join([*own, 'L'])}):")
+        self.prologue(params, 1)
+        exprs = ExpressionCompiler(self, scope)
+        self.code.add(1, self.call_with_copies(spec.function, directional, bound, ref, exprs, (*own, "L")))
+        self.code.add(0, "")
+        return function
 
     def _key_name(self, node, exprs: ExpressionCompiler) -> str:
         """A key's P4Info name as p4c writes it (``$valid$`` for the isValid() of a union member)."""
