@@ -16,7 +16,7 @@ from types import CodeType
 from p4.config.v1 import p4info_pb2
 
 from p4switch.compiler.codegen import CodeGenerator
-from p4switch.compiler.fusion import FusionError, fuse
+from p4switch.compiler.fusion import FusionError, fuse, hoist_stack_element_writes
 from p4switch.compiler.model import ProgramModel
 from p4switch.compiler.p4info import build_p4info
 from p4switch.compiler.parser import parse
@@ -115,11 +115,15 @@ def compile_program(
 
 
 def fused_or_plain(python_source: str, model: ProgramModel) -> str:
-    """The module with run_fused optimised by p4switch.compiler.fusion, or as generated if that declines."""
+    """The module optimised by p4switch.compiler.fusion: stack element writes everywhere, then run_fused.
+
+    If the fusion of run_fused declines, run_fused stays as generated.
+    """
+    python_source = hoist_stack_element_writes(python_source)
     table_actions = {
         table.global_name: list(
             dict.fromkeys(
-                model.actions[name].function
+                table.bound_functions.get(name, model.actions[name].function)
                 for name in [ref.action for ref in table.actions] + [table.default_action]
             )
         )

@@ -265,7 +265,9 @@ class ExpressionCompiler:
         if isinstance(type_, StructLikeT):
             ftype = type_.field_type(member)
             if ftype is None:
-                if type_.kind == "header" and member in ("isValid", "setValid", "setInvalid"):
+                if (type_.kind == "header" and member in ("isValid", "setValid", "setInvalid")) or (
+                    type_.kind == "header_union" and member == "isValid"
+                ):
                     return Expr(base.src, None, kind="method", info=(base, member))
                 raise self.fail(node, f"{type_.kind} {type_.name} has no field {member}")
             return Expr(f"{base.src}.f_{member}", ftype)
@@ -491,6 +493,9 @@ class ExpressionCompiler:
         left, right, type_ = self.unify(left, right, node)
         if op not in ("==", "!=") and not isinstance(type_, BitT | IntT | InfIntT):
             raise self.fail(node, f"'{op}' needs integer operands, got {type_}")
+        if isinstance(type_, StructLikeT | StackT) and op in ("==", "!="):
+            same = f"(lambda _x, _y: {composite_equal_src(type_, '_x', '_y')})({left.src}, {right.src})"
+            return Expr(same if op == "==" else f"(not {same})", BoolT())
         if not type_.is_scalar():
             raise self.fail(node, f"comparison of {type_} values is not supported")
         if left.const is not None and right.const is not None:
@@ -676,6 +681,9 @@ class ExpressionCompiler:
             base, method = callee.info
             if method == "isValid" and isinstance(base.type, StructLikeT):
                 self._no_args(args, node, "isValid")
+                if base.type.kind == "header_union":  # valid when one of its headers is
+                    members = " or ".join(f"{base.src}.f_{name}._v" for name, _ in base.type.fields)
+                    return Expr(f"({members})", BoolT())
                 return Expr(f"{base.src}._v", BoolT())
             if base.kind == "table" and method == "apply":
                 self._no_args(args, node, "apply")
@@ -727,3 +735,22 @@ class ExpressionCompiler:
 
 
 __all__ = ["Binding", "Expr", "ExpressionCompiler", "ExternT", "Scope", "wrap", "wrap_src"]
+
+
+def composite_equal_src(type_: P4Type, a: str, b: str) -> str:
+    """Source of P4's == on two headers, structs, unions or stacks (`a`, `b`: sources read once each).
+
+    Headers are equal when both are invalid, or both valid with equal fields; structs,
+    unions and stacks when all their members are.
+    """
+    if isinstance(type_, StackT):
+        element = type_.element
+        pairs = [(f"{a}.items[{i}]", f"{b}.items[{i}]") for i in range(type_.size)]
+        items = [composite_equal_src(element, x, y) for x, y in pairs]
+        return "(" + " and ".join(items) + ")"
+    if isinstance(type_, StructLikeT):
+        fields = [composite_equal_src(t, f"{a}.f_{name}", f"{b}.f_{name}") for name, t in type_.fields]
+        if type_.kind == "header":
+            return f"({a}._v == {b}._v and (not {a}._v or {' and '.join(fields) or 'True'}))"
+        return "(" + (" and ".join(fields) or "True") + ")"
+    return f"({a} == {b})"

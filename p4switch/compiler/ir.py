@@ -27,6 +27,7 @@ from p4switch.compiler.types import (
     StringT,
     StructLikeT,
     TupleT,
+    VarbitT,
     VoidT,
 )
 from p4switch.errors import P4CompileError
@@ -60,6 +61,7 @@ class ProgramIR:
     controls: dict[str, Tree] = field(default_factory=dict)
     package_blocks: dict[str, str] = field(default_factory=dict)  # role -> parser/control name
     struct_order: list[StructLikeT] = field(default_factory=list)
+    global_instances: list = field(default_factory=list)  # instantiation nodes of top-level externs
 
 
 def position(source: Preprocessed, node) -> tuple[str, int, int]:
@@ -146,7 +148,10 @@ class Frontend:
         if kind in ("bit_expr_type", "int_expr_type"):
             raise self.fail(node, "type widths given by expressions are not supported; use a literal width")
         if kind == "varbit_type":
-            raise self.fail(node, "varbit fields are not supported by the embedded target")
+            width, _, _ = parse_integer(str(node.children[0]))
+            if width <= 0 or width % 8:
+                raise self.fail(node, "varbit widths must be whole bytes in the embedded target (as bmv2)")
+            return VarbitT(width)
         if kind == "void_type":
             return VoidT()
         if kind in ("type_name", "dot_type_name", "type_var"):
@@ -162,11 +167,13 @@ class Frontend:
             args = tuple(self.resolve_type(a, type_params) for a in node.children[1].children)
             if isinstance(base, ExternT):
                 return ExternT(base.name, args)
+            if isinstance(base, NamedBlockT) and base.kind == "package":
+                return base  # V1Switch<H, M>(...): the blocks' own parameter types say what H and M are
             raise self.fail(node, f"generic type {base} is not supported")
         if kind == "header_stack_type":
             element = self.resolve_type(node.children[0], type_params)
-            if not (isinstance(element, StructLikeT) and element.kind == "header"):
-                raise self.fail(node, "only stacks of headers are supported")
+            if not (isinstance(element, StructLikeT) and element.kind in ("header", "header_union")):
+                raise self.fail(node, "only stacks of headers or header unions are supported")
             size = self.constant_int(node.children[1])
             if size <= 0:
                 raise self.fail(node, "header stack size must be positive")
@@ -249,14 +256,16 @@ class Frontend:
         for fnode in fields:
             ftype = self.resolve_type(fnode.children[1])
             fname = self.name_of(fnode.children[2])
-            if kind == "header" and not isinstance(ftype, BitT | IntT | BoolT | EnumT):
+            if isinstance(ftype, VarbitT) and (kind != "header" or fnode is not fields[-1]):
+                raise self.fail(fnode, "a varbit field must be a header's last field in the embedded target")
+            if kind == "header" and not isinstance(ftype, BitT | IntT | BoolT | EnumT | VarbitT):
                 raise self.fail(
                     fnode, f"header field {fname} must be bit<W>, int<W>, bool or a serializable enum"
                 )
             if kind == "header" and isinstance(ftype, EnumT) and ftype.underlying is None:
                 raise self.fail(fnode, f"header field {fname}: only serializable enums may be header fields")
-            if kind == "header_union":
-                raise self.fail(node, "header_union is not supported by the embedded target")
+            if kind == "header_union" and not (isinstance(ftype, StructLikeT) and ftype.kind == "header"):
+                raise self.fail(fnode, f"header_union member {fname} must be a header")
             decl.fields.append((fname, ftype))
         if kind == "header" and decl.bit_width() % 8:
             raise self.fail(
@@ -272,7 +281,7 @@ class Frontend:
 
     def _decl_header_union_decl(self, node: Tree) -> None:
         """Top-level declaration 'header_union_decl'."""
-        raise self.fail(node, "header_union is not supported by the embedded target")
+        self._struct_like(node, "header_union")
 
     def _decl_struct_decl(self, node: Tree) -> None:
         """Top-level declaration 'struct_decl'."""
@@ -374,6 +383,9 @@ class Frontend:
         _, type_node, args, name_node = node.children
         type_ = self.resolve_type(type_node)
         name = self.name_of(name_node)
+        if isinstance(type_, ExternT):  # an extern instance shared by all blocks (codegen makes it)
+            self.ir.global_instances.append(node)
+            return
         if not (isinstance(type_, NamedBlockT) and type_.kind == "package"):
             raise self.fail(
                 node, "only the V1Switch package may be instantiated at top level in the embedded target"

@@ -33,6 +33,7 @@ class KeySpec:
     match_kind: str  # exact | lpm | ternary | range | optional
     width: int
     annotations: dict = field(default_factory=dict)
+    p4info_width: int | None = None  # when P4Info says otherwise (p4c gives an error key no bitwidth)
 
 
 @dataclass
@@ -70,6 +71,7 @@ class TableSpec:
     direct_counter: str | None = None
     annotations: dict = field(default_factory=dict)
     hidden: bool = False
+    bound_functions: dict[str, str] = field(default_factory=dict)  # action -> its wrapper with bound args
 
 
 @dataclass
@@ -109,3 +111,5 @@ class ProgramModel:
     standard_metadata_class: str = ""
     errors: dict[str, int] = field(default_factory=dict)
     drop_port: int = 511
+    direct_actions: list[str] = field(default_factory=list)  # called by a control body (in P4Info)
+    uses_externs: bool = False  # an extern is used (P4Info has type_info)

@@ -103,6 +103,9 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
         for ref in table.actions:
             if ref.action not in used_actions:
                 used_actions.append(ref.action)
+    for name in model.direct_actions:
+        if name not in used_actions and not model.actions[name].hidden:
+            used_actions.append(name)
     action_ids = {}
     action_alias = aliases(used_actions)
     for name in used_actions:
@@ -130,7 +133,7 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
             field = message.match_fields.add()
             field.id = index
             field.name = key.name
-            field.bitwidth = key.width
+            field.bitwidth = key.width if key.p4info_width is None else key.p4info_width
             field.match_type = _MATCH_TYPES[key.match_kind]
         for ref in table.actions:
             action_ref = message.action_refs.add()
@@ -146,6 +149,7 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
         message.size = table.size
         if table.const_entries is not None:
             message.is_const_table = True
+            message.has_initial_entries = bool(table.const_entries)
 
     for name in used_actions:
         spec = model.actions[name]
@@ -179,4 +183,8 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
         else:
             message.type_spec.bitstring.bit.bitwidth = spec.width
         message.size = spec.size
+    if tables or model.uses_externs:
+        info.type_info.SetInParent()  # as p4c writes it: present (empty) once a table or extern is seen
+    if any(key.p4info_width == 0 for table in tables for key in table.keys):  # an error-typed key
+        info.type_info.error.members.extend(sorted(model.errors, key=model.errors.__getitem__))
     return info

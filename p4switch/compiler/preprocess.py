@@ -11,6 +11,8 @@ from p4switch.errors import P4CompileError
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 CPP = "/usr/bin/cpp"
+#: include files of P4 architectures other than v1model, and the architecture each names
+_ARCHITECTURES = {"psa.p4": "PSA", "pna.p4": "PNA", "tna.p4": "TNA", "ebpf_model.p4": "eBPF"}
 _LINEMARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
 
 
@@ -46,6 +48,10 @@ def preprocess(
         first = next((ln for ln in run.stderr.splitlines() if "error" in ln), run.stderr.strip())
         match = re.match(r"^(.*?):(\d+):(\d+): (?:fatal )?error: (.*)$", first)
         if match:
+            architecture = _ARCHITECTURES.get(Path(match[4].split(":")[0]).name)
+            if architecture is not None and "No such file" in match[4]:
+                message = f"the {architecture} architecture is not supported (the target runs v1model)"
+                raise P4CompileError(match[1], int(match[2]), int(match[3]), message)
             raise P4CompileError(match[1], int(match[2]), int(match[3]), "preprocessor: " + match[4])
         raise P4CompileError(str(path), 0, 0, "preprocessor: " + first)
     return split_linemarkers(run.stdout, str(path))

@@ -79,6 +79,21 @@ class StringT(P4Type):
 
 
 @dataclass(frozen=True)
+class VarbitT(P4Type):
+    """varbit<W>: a header's last field, of up to W bits; runs as the bytes extracted (b"" when unset)."""
+
+    max_width: int
+
+    def is_scalar(self) -> bool:
+        """True: held in one Python value."""
+        return True
+
+    def __str__(self) -> str:
+        """P4 spelling of the type."""
+        return f"varbit<{self.max_width}>"
+
+
+@dataclass(frozen=True)
 class VoidT(P4Type):
     """void: the result of calls without a value."""
 
@@ -143,8 +158,14 @@ class StructLikeT(P4Type):
         return None
 
     def bit_width(self) -> int:
-        """Total width of a header's fields."""
-        return sum(width_of(t) for _, t in self.fields)
+        """Total width of a header's fields (a varbit field counts 0: the fixed part)."""
+        return sum(width_of(t) for _, t in self.fields if not isinstance(t, VarbitT))
+
+    def varbit_field(self) -> tuple[str, VarbitT] | None:
+        """The header's varbit field (its last), if it has one."""
+        if self.fields and isinstance(self.fields[-1][1], VarbitT):
+            return self.fields[-1]  # type: ignore[return-value]
+        return None
 
     def __str__(self) -> str:
         """P4 spelling of the type."""
@@ -214,3 +235,10 @@ def width_of(t: P4Type) -> int:
 def mask(width: int) -> int:
     """All-ones value of `width` bits."""
     return (1 << width) - 1
+
+
+def same_type(a: P4Type | None, b: P4Type | None) -> bool:
+    """Whether two composite types are the same: one header/struct type, or stacks of one type and size."""
+    if isinstance(a, StackT) and isinstance(b, StackT):
+        return a.element is b.element and a.size == b.size
+    return a is b

@@ -1,6 +1,11 @@
 """``twinnet-switch``: the embedded target as a drop-in for bmv2's ``simple_switch_grpc``.
 
     twinnet-switch [options] (PROGRAM.p4 | --no-p4) [-- target options]
+    twinnet-switch --stf TEST.stf PROGRAM.p4 [--p4-include DIR] [--fused]
+
+``--stf`` runs p4c's STF packet test on the program instead of starting the switch
+(see p4switch/stf): exit 0 when every expected frame arrived and nothing else, 1 with
+the differences, 2 for a program the target refuses; ``--fused`` runs the fused driver.
 
 Options (before ``--``), as simple_switch_grpc takes them:
     --device-id N           P4Runtime device id (default 0)
@@ -80,6 +85,8 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     main.add_argument("-L", "--log-level", choices=sorted(LOG_LEVELS), default=None)
     main.add_argument("--pcap", nargs="?", const=".", default=None, metavar="DIR")
     main.add_argument("--p4-include", action="append", default=[], metavar="DIR")
+    main.add_argument("--stf", metavar="TEST.stf", help="run an STF packet test on PROGRAM and exit")
+    main.add_argument("--fused", action="store_true", help="with --stf: run the fused driver")
     main.add_argument("--nanolog")
     main.add_argument("--debugger", action="store_true")
     main.add_argument("--notifications-addr")
@@ -170,8 +177,24 @@ def configure_logging(args: argparse.Namespace) -> None:
     root.addHandler(handler)
 
 
+def run_stf_test(argv: Sequence[str]) -> int:
+    """``--stf TEST.stf PROGRAM.p4``: run the test, print the outcome, return its exit status."""
+    from p4switch.stf.command import run_stf_file
+
+    args, _ = build_parsers()[0].parse_known_args(argv)
+    if not args.program:
+        print("twinnet-switch: --stf needs a PROGRAM.p4", file=sys.stderr)
+        return 2
+    outcome = run_stf_file(args.stf, args.program, tuple(args.p4_include), fused=args.fused)
+    print(outcome.text, file=sys.stdout if outcome.status == 0 else sys.stderr)
+    return outcome.status
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    options, args = parse_options(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if "--stf" in argv or any(arg.startswith("--stf=") for arg in argv):
+        return run_stf_test(argv)
+    options, args = parse_options(argv)
     configure_logging(args)
     log = logging.getLogger("twinnet.switch")
     stop_requested = threading.Event()

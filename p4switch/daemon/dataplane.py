@@ -284,18 +284,16 @@ class DataPlane:
     def _receive(self, port: Port, pipeline: Any) -> None:
         """Up to RX_BATCH frames from one port, each through ingress and on to its egress port.
 
-        The common case (the kernel drops our own outgoing copies, no pcap, a pipeline
-        loaded) takes ``_receive_fused`` (a language-core pipeline) or the inlined loop of
-        ``_receive_fast`` (any other pipeline); anything else the general loop below,
-        which hands every frame to ``_ingress``.
+        The common case (the kernel drops our own outgoing copies, no pcap, a language-core
+        pipeline loaded) takes ``_receive_fused``; anything else (including a pipeline
+        without a fused driver, such as the tests' stand-in) the general loop below, which
+        hands every frame to ``_ingress``.
         """
         if port.ignores_outgoing and port.pcap_in is None and pipeline is not None:
             fused_entry_point = getattr(pipeline, "fused_entry_point", None)
             if fused_entry_point is not None:
                 self._receive_fused(port, fused_entry_point())
-            else:
-                self._receive_fast(port, pipeline)
-            return
+                return
         recvmsg = port.sock.recvmsg
         number = port.number
         filter_outgoing = not port.ignores_outgoing
@@ -349,10 +347,8 @@ class DataPlane:
             self.counters.oversize_drops += oversize
         return batch
 
-    def _receive_fast(self, port: Port, pipeline: Any) -> None:
-        """The per-frame path of ``_ingress`` and ``_egress_and_send`` inlined, in three phases.
-
-        Same behaviour as the general path, at a fraction of its cost per frame:
+    def _receive_fused(self, port: Port, run_fused: Callable[..., tuple[int, bytes] | None]) -> None:
+        """Up to RX_BATCH frames from one port through the language core's fused driver, in three phases.
 
         1. receive the whole batch (each frame with its arrival time);
         2. run the pipeline over the batch; frames for an idle port without a rate limit go
@@ -360,55 +356,9 @@ class DataPlane:
            rate-limited port, odd priority) take the queue path unchanged;
         3. send the collected frames, in order.
 
-        Keeping the kernel's receive, the pipeline and the kernel's send each in one run
-        keeps their code warm in the CPU caches, instead of alternating between them for
-        every frame. Everything the loops touch is bound to a local first (much cheaper than
-        an attribute or method look-up), and the port's rx_frames is added once per batch.
-        """
-        batch = self._receive_batch(port)
-        if not batch:
-            return
-        number = port.number
-        origin_ns = self._clock_origin_ns
-        ingress, egress = pipeline.ingress, pipeline.egress
-        admit, counters = self._admit, self.counters
-        departures: list[tuple[int, bytes]] = []
-        for frame, arrival_ns in batch:
-            if len(frame) < ETHERNET_HEADER_BYTES:
-                counters.malformed += 1
-                continue
-            now_us = (arrival_ns - origin_ns) // 1000
-            try:
-                result = ingress(frame, number, now_us)
-            except Exception as error:  # one bad packet must not stop the switch
-                self._packet_error("ingress", number, frame, error)
-                continue
-            if getattr(result, "parser_error", 0):
-                counters.parser_errors += 1
-            if result.dropped:
-                counters.ingress_drops += 1
-                continue
-            egress_port = result.egress_spec
-            if not admit(egress_port, result.priority):
-                self._enqueue(result, now_us)
-                continue
-            try:
-                out = egress(result, egress_port, 0, 0, 0, now_us)
-            except Exception as error:
-                self._packet_error("egress", egress_port, b"", error)
-                continue
-            if out is None:
-                counters.egress_drops += 1
-                continue
-            departures.append((egress_port, out))
-        if departures:
-            self._send_departures(departures)
-
-    def _receive_fused(self, port: Port, run_fused: Callable[..., tuple[int, bytes] | None]) -> None:
-        """``_receive_fast`` on the language core's fused driver (``Pipeline.fused_entry_point``).
-
-        The same phases and the same outcome per frame (counters, queues, drops, logged
-        errors) as ``_receive_fast``, with much less work per frame: one call runs parser,
+        The same outcome per frame (counters, queues, drops, logged errors) as the general
+        loop over ``_ingress`` (tests/unit/test_target_fastpath_switch.py holds the two to
+        each other), with much less work per frame: one call runs parser,
         ingress, the idle-port check (``_admit``), egress and deparser, with the packet's
         headers in local variables; drops and queued packets are reported to ``self.hooks``.
         Frames are sent by ``_send_departures``, with the port socket's ``send`` bound once

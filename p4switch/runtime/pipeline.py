@@ -90,6 +90,7 @@ def _runtime_namespace() -> dict:
         "Struct": struct.Struct,
         "PacketIn": PacketIn,
         "pack_bits": runtime.pack_bits,
+        "concat_bits": runtime.concat_bits,
         "hash_bytes": runtime.hash_bytes,
         "csum16_value": runtime.csum16_value,
         "checksum_value": runtime.checksum_value,
@@ -128,7 +129,8 @@ class Pipeline:
         functions = {name: ns[spec.function] for name, spec in model.actions.items()}
         self.tables: dict[str, Table] = {}
         for name, spec in model.tables.items():
-            table = Table(spec, model.actions, functions)
+            bound = {action: ns[function] for action, function in spec.bound_functions.items()}
+            table = Table(spec, model.actions, functions | bound if bound else functions)
             self.tables[name] = table
             ns[spec.global_name] = table
         self.counters: dict[str, Counter] = {}

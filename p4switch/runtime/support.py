@@ -66,7 +66,10 @@ def make_blank(header_class: type):
         (header_class,),
         {"__setattr__": refuse, "assign": refuse, "extract": refuse, "__doc__": "Read-only invalid element."},
     )
-    return blank_class()
+    blank = blank_class.__new__(blank_class)
+    for name, value in header_class().__dict__.items():  # a union's member headers: blanks too
+        object.__setattr__(blank, name, make_blank(type(value)) if hasattr(value, "_v") else value)
+    return blank
 
 
 def stored_headers(items: list, blank) -> list:
@@ -293,6 +296,16 @@ def hash_bytes(algorithm: str, data: bytes) -> int:
     if algorithm == "random":
         return _random.getrandbits(32)
     raise ValueError(f"hash algorithm {algorithm} is not supported")
+
+
+def concat_bits(values: tuple[tuple[int, int], ...]) -> tuple[int, int]:
+    """(value, width) of (value, width) pairs concatenated, most significant first (per packet)."""
+    acc = 0
+    total = 0
+    for value, width in values:
+        acc = (acc << width) | value
+        total += width
+    return acc, total
 
 
 def pack_bits(values: list[tuple[int, int]]) -> bytes:

@@ -55,8 +55,8 @@ def position_of(path: Path, marker: str) -> tuple[int, int]:
 
 CASES = [
     # (where, snippet, construct that must be pointed at, words of the message)
-    ("decls", "header_union u_t { h_t a; }", "header_union", "header_union is not supported"),
-    ("decls", "header v_t { varbit<32> opts; }", "varbit", "varbit"),
+    ("decls", "header_union u_t { bit<8> a; }", "bit<8> a", "header_union member a must be a header"),
+    ("decls", "header v_t { varbit<32> opts; bit<8> x; }", "varbit<32> opts", "a header's last field"),
     (
         "body",
         "digest(1, hdr.h.x);",

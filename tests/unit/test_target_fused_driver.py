@@ -3,7 +3,7 @@
 ``Pipeline.fused_entry_point()`` returns ``run_fused(packet, port, ts, admit, hooks)``:
 parser and ingress, then the traffic manager's choice (``admit``), then egress at once or
 the packet state handed to ``hooks.queue`` (protocol: ``FusedHooks`` in
-p4switch/runtime/pipeline.py). An optimisation pass (p4switch/compiler/fusion.py) rewrites
+p4switch/runtime/pipeline.py). An optimisation pass (p4switch/compiler/fusion/) rewrites
 it with the block functions inlined and the headers and metadata in local variables;
 these tests hold any version of it to the reference semantics, the plain drivers of
 ``Pipeline.raw_entry_points()``.

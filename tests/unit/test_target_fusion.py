@@ -1,10 +1,10 @@
-"""The rules of the fusion pass (p4switch/compiler/fusion.py), one by one, on small hand-written modules.
+"""The rules of the fusion pass (p4switch/compiler/fusion/), one by one, on small hand-written modules.
 
 tests/unit/test_target_fused_driver.py holds the pass to the reference semantics on whole
 generated programs; a rule that no test program happens to exercise (a callee's local
 shadowing the caller's, a header stack popped by more than its size, an alias bound in
 an ``if``) is not covered there. Here each rule gets a module written in the style of
-the generated code (p4switch/compiler/codegen.py): struct classes ``S_*`` with class-level
+the generated code (p4switch/compiler/codegen/): struct classes ``S_*`` with class-level
 defaults and an ``__init__`` creating members and header stacks, block functions
 ``prs_*``/``ctl_*``/``act_*``, tables' ``e = T_x... ; e.call(L)``, and a
 ``run_fused(packet, port, ts, admit, hooks)`` driver.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from p4switch.compiler.codegen import hoist_stack_element_writes
+import ast
+
+from p4switch.compiler.fusion import hoist_stack_element_writes
 from p4switch.runtime.support import HeaderStack
 
 
@@ -11,6 +13,17 @@ class Element:
 
     _v = False
     f_x = 0
+
+
+def function_lines(body: list[str]) -> list[str]:
+    """The body lines of ``def f():`` after the pass, as ``ast.unparse`` writes them."""
+    source = "def f():\n" + "\n".join(body) + "\n"
+    return hoist_stack_element_writes(source).strip("\n").split("\n")[1:]
+
+
+def unparsed(body: list[str]) -> list[str]:
+    """The same body lines as written by ``ast.unparse`` (the pass's output format) without the pass."""
+    return ast.unparse(ast.parse("def f():\n" + "\n".join(body) + "\n")).split("\n")[1:]
 
 
 def test_run_of_element_writes_fetches_the_element_once():
@@ -22,33 +35,59 @@ def test_run_of_element_writes_fetches_the_element_once():
         "    p_hdr.f_s.w(0).f_b = ((p_meta.f_b + 1) & 255)",
         "    p_hdr.f_s.w(1).f_a = 3",
     ]
-    assert hoist_stack_element_writes(lines) == [
-        "    p_hdr.f_s.push_front(1)",
-        "    _elem0 = p_hdr.f_s.w(0)",
-        "    _elem0._v = True",
-        "    _elem0.f_a = p_meta.f_a",
-        "    _elem0.f_b = ((p_meta.f_b + 1) & 255)",
-        "    p_hdr.f_s.w(1).f_a = 3",
+    assert function_lines(lines) == unparsed(
+        [
+            "    p_hdr.f_s.push_front(1)",
+            "    _elem0 = p_hdr.f_s.w(0)",
+            "    _elem0._v = True",
+            "    _elem0.f_a = p_meta.f_a",
+            "    _elem0.f_b = ((p_meta.f_b + 1) & 255)",
+            "    p_hdr.f_s.w(1).f_a = 3",
+        ]
+    )
+
+
+def test_runs_in_nested_blocks_and_fresh_names():
+    """Runs inside if/else are found too; a name the module already uses is not taken."""
+    lines = [
+        "    _elem0 = 1",
+        "    if p_x:",
+        "        p_hdr.f_s.w(2).f_a = 1",
+        "        p_hdr.f_s.w(2).f_b = _elem0",
+        "    else:",
+        "        pass",
     ]
+    assert function_lines(lines) == unparsed(
+        [
+            "    _elem0 = 1",
+            "    if p_x:",
+            "        _elem1 = p_hdr.f_s.w(2)",
+            "        _elem1.f_a = 1",
+            "        _elem1.f_b = _elem0",
+            "    else:",
+            "        pass",
+        ]
+    )
 
 
-def test_runs_with_calls_or_other_indentation_stay_as_they_are():
+def test_runs_with_calls_or_other_blocks_stay_as_they_are():
     """A value that calls anything (it could move the stack) or a change of block keeps every w()."""
     with_call = [
         "    p_hdr.f_s.w(0).f_a = fn_next(p_hdr)",
         "    p_hdr.f_s.w(0).f_b = 1",
     ]
-    assert hoist_stack_element_writes(with_call) == with_call
+    assert function_lines(with_call) == with_call
     other_block = [
         "    p_hdr.f_s.w(0).f_a = 1",
+        "    if p_x:",
         "        p_hdr.f_s.w(0).f_b = 1",
     ]
-    assert hoist_stack_element_writes(other_block) == other_block
+    assert function_lines(other_block) == other_block
     variable_index = [
         "    p_hdr.f_s.w(v_i).f_a = 1",
         "    p_hdr.f_s.w(v_i).f_b = 1",
     ]
-    assert hoist_stack_element_writes(variable_index) == variable_index
+    assert function_lines(variable_index) == variable_index
 
 
 def reference_shift(items: list, count: int, blank, front: bool) -> list:

@@ -6,7 +6,7 @@ import ast
 import copy
 from dataclasses import dataclass
 
-from p4switch.compiler.fusion_ast import (
+from p4switch.compiler.fusion.ast_tools import (
     FusionError,
     NameSource,
     assign,
@@ -15,7 +15,7 @@ from p4switch.compiler.fusion_ast import (
     rewrite_sub_blocks,
     statements,
 )
-from p4switch.compiler.fusion_objects import Layout, member_class
+from p4switch.compiler.fusion.objects import Layout, member_class
 
 SPILL_HOOK = "queue"  # hooks.queue(port, priority, state, ts): the state is rebuilt from the locals there
 

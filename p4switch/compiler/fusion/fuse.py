@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import ast
 
-from p4switch.compiler.fusion_ast import FusionError, NameSource, global_names, local_names
-from p4switch.compiler.fusion_inline import Inliner, remove_dead_stores
-from p4switch.compiler.fusion_objects import AliasResolver, class_layouts, find_roots, stored_paths
-from p4switch.compiler.fusion_scalars import ScalarReplacer
+from p4switch.compiler.fusion.ast_tools import FusionError, NameSource, global_names, local_names
+from p4switch.compiler.fusion.inline import Inliner, remove_dead_stores
+from p4switch.compiler.fusion.objects import AliasResolver, class_layouts, find_roots, stored_paths
+from p4switch.compiler.fusion.scalars import ScalarReplacer
 
 __all__ = ["FUSED", "FusionError", "fuse"]
 

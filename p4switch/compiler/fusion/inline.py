@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from p4switch.compiler.fusion_ast import (
+from p4switch.compiler.fusion.ast_tools import (
     FusionError,
     NameSource,
     Renamer,

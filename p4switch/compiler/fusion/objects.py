@@ -6,7 +6,7 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
-from p4switch.compiler.fusion_ast import (
+from p4switch.compiler.fusion.ast_tools import (
     FusionError,
     loaded_names,
     non_empty,
