@@ -23,7 +23,7 @@ from topologies.build import add_topology_arguments, topology_from_args
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Topology options and the run's options."""
     from controller.analysis.traffic import PATTERNS
-    from controller.routing import ALGORITHMS
+    from controller.routing import ALGORITHMS, routing_help
     from emulation.run_settings import DEFAULT_RATE_PPS, DEFAULT_SIZE
 
     add_topology_arguments(parser)
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--routing",
         choices=sorted(ALGORITHMS),
         type=str.lower,
-        help="routing algorithm (default: the first that routes the family: "
+        help=f"routing algorithm: {routing_help()} (default: the first that routes the family: "
         "destro for fattree, dort for ndt, dor for torus)",
     )
     run.add_argument(

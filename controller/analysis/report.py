@@ -17,6 +17,7 @@ from controller.analysis.metrics import fattree_paper_metric, ndt_paper_metric
 from controller.analysis.paths import AllPairs
 from controller.analysis.traffic import Traffic
 from controller.routing.network import HOST
+from controller.routing.registry import UNSAFE
 from controller.routing.table import USES, RoutingTables
 
 UNITS: dict[str, str] = {
@@ -31,6 +32,7 @@ UNITS: dict[str, str] = {
     "deadlock_free": "the channel dependency graph of all paths (channels = (directed card-to-card link, "
     "queue)) has no cycle",
     "vcs_per_link": "distinct VCs the entries use, per link kind",
+    "routing.unsafe": "null, or why the variant was chosen to be cyclic (to show deadlock)",
     "queues_per_port": "priority queues a port needs (highest queue index + 1)",
     "max_link_load": "with --traffic: the highest load on one physical directed link (host links and each of "
     "r internal links included), in units of one PE's injection bandwidth",
@@ -166,6 +168,7 @@ def analyze(tables: RoutingTables, traffic: Traffic | None = None) -> dict[str, 
                 kind: {str(vc): name for vc, name in names.items()} for kind, names in tables.vc_names.items()
             },
             "notes": tables.notes,
+            "unsafe": UNSAFE.get(tables.algorithm),
         },
         "paths": pairs.num_paths,
         "hops": hop_statistics(pairs),

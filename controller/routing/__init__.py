@@ -9,7 +9,7 @@ from controller.routing.errors import (
     UnknownAlgorithmError,
     UnsupportedTopologyError,
 )
-from controller.routing.registry import ALGORITHMS, algorithms_for, compute_tables
+from controller.routing.registry import ALGORITHMS, UNSAFE, algorithms_for, compute_tables, routing_help
 from controller.routing.table import RouteEntry, RoutingTables
 from controller.routing.walker import Hop, Path, walk
 
@@ -24,9 +24,11 @@ __all__ = [
     "RoutingError",
     "RoutingLoopError",
     "RoutingTables",
+    "UNSAFE",
     "UnknownAlgorithmError",
     "UnsupportedTopologyError",
     "algorithms_for",
     "compute_tables",
+    "routing_help",
     "walk",
 ]

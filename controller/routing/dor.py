@@ -10,6 +10,10 @@ Seed 002 (spec part 1 section 3.4, part 2 section 4.3) and docs/contracts.md:
 The upper/lower rule is a dateline at the wrap link: on the + ring a packet
 with t_i < o_i travels on lower until it has crossed k_i-1 -> 0 and on upper
 after, so neither VC's ring closes. External links need 2 VCs, host links 1.
+
+``dor-no-dateline`` is the same routing on one VC: every ring of k_i >= 3 closes a
+cycle in the channel dependency graph, so it can deadlock on lossless links. It
+exists to show that deadlock (registered as unsafe in controller.routing.registry).
 """
 
 from __future__ import annotations
@@ -23,10 +27,20 @@ from controller.routing.table import USE_CODE, RoutingTables
 from controller.routing.torus_view import LOWER, UPPER, TorusView, first_move, port_of_move
 
 VC_NAMES = {"external": {UPPER: "upper (t_i > o_i)", LOWER: "lower (t_i <= o_i)"}, "host": {0: "deliver"}}
+SINGLE_VC_NAMES = {"external": {0: "the only VC (no dateline)"}, "host": {0: "deliver"}}
 
 
 def dor_tables(network: CardNetwork) -> RoutingTables:
     """DOR tables for a torus of single-card nodes (one PE per node, pe = node index)."""
+    return _dor_tables(network, dateline=True)
+
+
+def dor_no_dateline_tables(network: CardNetwork) -> RoutingTables:
+    """DOR on one VC per link, without the dateline: cyclic on every ring of 3 or more nodes (unsafe)."""
+    return _dor_tables(network, dateline=False)
+
+
+def _dor_tables(network: CardNetwork, *, dateline: bool) -> RoutingTables:
     if network.topology.family != "torus":
         raise UnsupportedTopologyError(
             f"dor routes k-ary n-cubes (family torus, e.g. the equivalent mD torus); "
@@ -39,14 +53,22 @@ def dor_tables(network: CardNetwork) -> RoutingTables:
         port, _ = port_of_move(view, cards, dim, direction)
         arrived = dim < 0
         egress = np.where(arrived, view.pe_port[cards], port)
-        vc = np.where(arrived, 0, ring)
+        vc = np.where(arrived, 0, ring if dateline else 0)
         use = np.where(arrived, USE_CODE["deliver"], USE_CODE["external"])
         return egress, vc, use
 
+    if dateline:
+        return build_tables(
+            "dor",
+            network,
+            decide,
+            vc_names=VC_NAMES,
+            notes=["ties (k_i even, distance k_i/2) go +", "external VC: upper=0 if t_i > o_i else lower=1"],
+        )
     return build_tables(
-        "dor",
+        "dor-no-dateline",
         network,
         decide,
-        vc_names=VC_NAMES,
-        notes=["ties (k_i even, distance k_i/2) go +", "external VC: upper=0 if t_i > o_i else lower=1"],
+        vc_names=SINGLE_VC_NAMES,
+        notes=["ties (k_i even, distance k_i/2) go +", "UNSAFE: one VC, no dateline: cyclic dependencies"],
     )

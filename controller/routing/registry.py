@@ -4,7 +4,9 @@
 >>> compute_tables(torus((3, 3)), "dor").algorithm
 'dor'
 >>> sorted(ALGORITHMS)
-['destro', 'dor', 'dort', 'ts-dor']
+['destro', 'dor', 'dor-no-dateline', 'dort', 'ts-dor']
+>>> algorithms_for("torus")
+['dor']
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from controller.routing.destro import destro_tables
-from controller.routing.dor import dor_tables
+from controller.routing.dor import dor_no_dateline_tables, dor_tables
 from controller.routing.dort import dort_tables
 from controller.routing.errors import UnknownAlgorithmError, UnsupportedTopologyError
 from controller.routing.network import CardNetwork
@@ -26,22 +28,40 @@ ALGORITHMS: dict[str, tuple[Callable[[CardNetwork], RoutingTables], tuple[str, .
     "dor": (dor_tables, ("torus",)),
     "dort": (dort_tables, ("ndt",)),
     "ts-dor": (tsdor_tables, ("ndt",)),
+    "dor-no-dateline": (dor_no_dateline_tables, ("torus",)),
+}
+
+#: Variants whose channel dependency graph has cycles, on purpose (to show deadlock): name -> why.
+UNSAFE: dict[str, str] = {
+    "dor-no-dateline": "UNSAFE: DOR on one VC without dateline; its rings close dependency cycles (deadlock)",
 }
 
 
-def algorithms_for(family: str) -> list[str]:
-    """Names of the algorithms that route a topology family."""
-    return [name for name, (_, families) in ALGORITHMS.items() if family in families]
+def algorithms_for(family: str, *, include_unsafe: bool = False) -> list[str]:
+    """Names of the algorithms that route a topology family (the unsafe variants only when asked)."""
+    return [
+        name
+        for name, (_, families) in ALGORITHMS.items()
+        if family in families and (include_unsafe or name not in UNSAFE)
+    ]
+
+
+def routing_help() -> str:
+    """One line per algorithm for --help: the families it routes, and UNSAFE variants marked."""
+    return "; ".join(
+        f"{name} ({', '.join(families)})" + (f" [{UNSAFE[name]}]" if name in UNSAFE else "")
+        for name, (_, families) in ALGORITHMS.items()
+    )
 
 
 def compute_tables(topology: Topology, algorithm: str) -> RoutingTables:
-    """Route tables of `algorithm` ("destro", "dor", "dort", "ts-dor") for `topology`."""
+    """Route tables of `algorithm` (a name of ALGORITHMS) for `topology`."""
     name = algorithm.strip().lower()
     if name not in ALGORITHMS:
         raise UnknownAlgorithmError(f"routing must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     builder, families = ALGORITHMS[name]
     if topology.family not in families:
-        fitting = algorithms_for(topology.family)
+        fitting = algorithms_for(topology.family, include_unsafe=True)
         raise UnsupportedTopologyError(
             f"routing {name} does not route a {topology.family!r} topology "
             f"(it routes {', '.join(families)}); "
