@@ -24,6 +24,17 @@ Target options (after ``--``):
     --queue-rate PPS               initial rate of every port in packets per second (default unlimited)
     --cpu-port N                   port number of the CPU port (packet-in/out over the StreamChannel
                                    when the program's P4Info has packet_in/packet_out headers)
+    --lossless                     IEEE 802.1Qbb priority flow control per priority queue (PFC; see
+                                   p4switch/daemon/pfc.py): pause the sender instead of dropping
+    --pfc-xoff N / --pfc-xon N     held frames per (ingress port, priority) above which the class is
+                                   paused (default 16) / at or below which it is resumed (default 8)
+    --pfc-headroom N               frames accepted above XOFF before a drop (default 64: one receive
+                                   batch of a peer that has not yet read the pause)
+    --link-bps BPS                 link rate of ports without a packet rate, for pause quanta
+                                   (default 1e10); a port with --queue-rate R is R 84-byte frames/s
+    --pfc-class-field F            ETHERTYPE,GUARD,OFFSET,MASK: where a frame carries its arrival class
+                                   (default: the priority it is queued with)
+    With --lossless, --queue-depth defaults to ports x (XOFF + headroom), which no ingress overruns.
 
 SIGTERM or SIGINT stops the switch cleanly (exit code 0).
 """
@@ -37,6 +48,14 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from p4switch.daemon.pfc import (
+    DEFAULT_HEADROOM,
+    DEFAULT_LINK_BPS,
+    DEFAULT_XOFF,
+    DEFAULT_XON,
+    ClassField,
+    PfcSettings,
+)
 from p4switch.daemon.ports import parse_port_spec
 from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, MAX_PRIORITY_QUEUES
 from p4switch.daemon.switch import Switch, SwitchOptions
@@ -75,9 +94,15 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     target = argparse.ArgumentParser(prog="twinnet-switch ... --", add_help=True)
     target.add_argument("--grpc-server-addr", default="127.0.0.1:9559")
     target.add_argument("--priority-queues", type=int, default=1)
-    target.add_argument("--queue-depth", type=int, default=DEFAULT_QUEUE_DEPTH)
+    target.add_argument("--queue-depth", type=int, default=None, help=f"default {DEFAULT_QUEUE_DEPTH}")
     target.add_argument("--queue-rate", type=float, default=None)
     target.add_argument("--cpu-port", type=int, default=None)
+    target.add_argument("--lossless", action="store_true")
+    target.add_argument("--pfc-xoff", type=int, default=DEFAULT_XOFF)
+    target.add_argument("--pfc-xon", type=int, default=DEFAULT_XON)
+    target.add_argument("--pfc-headroom", type=int, default=DEFAULT_HEADROOM)
+    target.add_argument("--link-bps", type=float, default=DEFAULT_LINK_BPS)
+    target.add_argument("--pfc-class-field", default=None)
     return main, target
 
 
@@ -91,8 +116,18 @@ def parse_options(argv: Sequence[str]) -> tuple[SwitchOptions, argparse.Namespac
         main_parser.error("give exactly one of PROGRAM.p4 and --no-p4")
     if not 1 <= target.priority_queues <= MAX_PRIORITY_QUEUES:
         target_parser.error(f"--priority-queues must be 1..{MAX_PRIORITY_QUEUES}")
-    if target.queue_depth < 1:
+    if target.queue_depth is not None and target.queue_depth < 1:
         target_parser.error("--queue-depth must be at least 1")
+    lossless = None
+    if target.lossless:
+        try:
+            field = ClassField.parse(target.pfc_class_field) if target.pfc_class_field else None
+            lossless = PfcSettings(
+                target.pfc_xoff, target.pfc_xon, target.pfc_headroom, target.link_bps, field
+            )
+            lossless.check()
+        except ValueError as error:
+            target_parser.error(str(error))
     try:
         interfaces = [parse_port_spec(spec) for spec in args.interface]
     except ValueError as error:
@@ -112,6 +147,7 @@ def parse_options(argv: Sequence[str]) -> tuple[SwitchOptions, argparse.Namespac
         queue_rate_pps=target.queue_rate,
         cpu_port=target.cpu_port,
         pcap_dir=args.pcap,
+        lossless=lossless,
     )
     return options, args
 

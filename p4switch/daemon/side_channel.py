@@ -12,6 +12,12 @@ object per line:
             "queues": [{"priority": 0, "length": 0, "enqueued": .., "dequeued": .., "tail_drops": ..}, ...]},
             ...], "counters": {"malformed": .., "parser_errors": .., "packet_errors": .., "ingress_drops": ..,
             "egress_drops": .., "no_pipeline_drops": .., "unknown_port_drops": .., "flushed_on_reconfig": ..}}
+        with --lossless also, per port, "pfc": [{"priority": p, "pause_frames_sent": ..,
+            "resume_frames_sent": ..,
+            "pause_frames_received": .., "resume_frames_received": .., "paused_s": .., "paused": bool,
+            "held": .., "pausing_peer": bool, "headroom_drops": ..}, ...] (sent and held: as ingress port;
+            received and paused: as egress port), and "lossless": {"xoff_frames": .., "xon_frames": ..,
+            "headroom_frames": .., "link_bps_unlimited_ports": ..}
     {"cmd": "set_queue_rate", "rate_pps": 1000, "port": 2}   # port omitted: all ports; rate null/0: unlimited
     {"cmd": "set_queue_depth", "depth": 64, "port": 2}       # packets per priority queue
         -> {"ok": true}

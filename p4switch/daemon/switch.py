@@ -12,6 +12,7 @@ from typing import Any
 from p4.v1 import p4runtime_pb2
 
 from p4switch.daemon.dataplane import DataPlane
+from p4switch.daemon.pfc import PfcSettings
 from p4switch.daemon.ports import Port
 from p4switch.daemon.program import (
     CompileFunction,
@@ -37,10 +38,19 @@ class SwitchOptions:
     grpc_address: str = "127.0.0.1:9559"
     control_port: int | None = 9090
     priority_queues: int = 1
-    queue_depth: int = DEFAULT_QUEUE_DEPTH
+    queue_depth: int | None = None
     queue_rate_pps: float | None = None
     cpu_port: int | None = None
     pcap_dir: str | None = None
+    lossless: PfcSettings | None = None
+
+    def effective_queue_depth(self) -> int:
+        """The queue depth given; else bmv2's 64, or in lossless mode one no ingress can overrun."""
+        if self.queue_depth is not None:
+            return self.queue_depth
+        if self.lossless is not None:
+            return self.lossless.queue_depth(len(self.interfaces))
+        return DEFAULT_QUEUE_DEPTH
 
 
 class PacketIoBridge:
@@ -108,9 +118,10 @@ class Switch:
             self.ports,
             self.slot,
             options.priority_queues,
-            options.queue_depth,
+            options.effective_queue_depth(),
             cpu_port=options.cpu_port,
             packet_in=bridge.packet_in if bridge else None,
+            pfc=options.lossless,
         )
         include_dirs = list(options.include_dirs)
         if options.program:

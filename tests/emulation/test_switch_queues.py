@@ -103,7 +103,7 @@ def test_command_line_takes_simple_switch_grpc_form() -> None:
         9090,
         1,
     )
-    assert (defaults.queue_depth, defaults.queue_rate_pps) == (64, None)
+    assert (defaults.effective_queue_depth(), defaults.queue_rate_pps) == (64, None)
 
 
 @pytest.mark.parametrize(
