@@ -28,10 +28,10 @@ Target options (after ``--``):
                                    p4switch/daemon/pfc.py): pause the sender instead of dropping
     --pfc-xoff N / --pfc-xon N     held frames per (ingress port, priority) above which the class is
                                    paused (default 16) / at or below which it is resumed (default 8)
-    --pfc-headroom N               frames accepted above XOFF before a drop (default 64: one receive
-                                   batch of a peer that has not yet read the pause)
+    --pfc-headroom N               frames accepted above XOFF before a drop (default 96: a receive
+                                   batch and two transmit bursts of a peer not yet paused)
     --link-bps BPS                 link rate of ports without a packet rate, for pause quanta
-                                   (default 1e10); a port with --queue-rate R is R 84-byte frames/s
+                                   (default 1e8); a port with --queue-rate R is R 84-byte frames/s
     --pfc-class-field F            ETHERTYPE,GUARD,OFFSET,MASK: where a frame carries its arrival class
                                    (default: the priority it is queued with)
     With --lossless, --queue-depth defaults to ports x (XOFF + headroom), which no ingress overruns.

@@ -48,6 +48,9 @@ RX_BATCH = 64
 ETHERNET_HEADER_BYTES = 14
 MAX_LOGGED_ERRORS = 100
 CONTROL_YIELD_SECONDS = 0.0002
+#: Lossless mode: frames a port sends per loop iteration, so that a pause received is acted on
+#: after at most this many more frames even on a port without a rate limit (PFC headroom).
+PFC_TX_BURST = 16
 
 
 class DataPlaneCounters:
@@ -605,7 +608,9 @@ class DataPlane:
         for number in list(self._active):
             queues = self.queues[number]
             paused = pfc.paused_masks.get(number, 0) if pfc is not None else 0
-            while queues.backlog and queues.may_send(now):
+            budget = PFC_TX_BURST if pfc is not None else -1
+            while queues.backlog and queues.may_send(now) and budget:
+                budget -= 1
                 item = queues.dequeue(paused)
                 if item is None:
                     break

@@ -21,7 +21,7 @@ The frame (802.1Qbb clause 36 / 802.3 annex 31D), 60 bytes before the FCS::
 A pause time counts quanta of 512 bit times at the link's rate. A port with a packet rate
 (time dilation) is a link of ``rate_pps`` nominal frames a second of ``NOMINAL_FRAME_BITS``
 (a minimum frame on the wire: 64 bytes, preamble and gap: 84 bytes); an unlimited port is a
-link of ``link_bps`` (default 10 Gb/s).
+link of ``link_bps`` (default 100 Mb/s, see DEFAULT_LINK_BPS).
 
 Which class a held frame counts against: by default the priority it is queued with, which
 is its arrival class when classes are kept along the path (as 802.1Q's PCP is). A program
@@ -46,16 +46,20 @@ QUANTUM_BITS = 512
 MAX_PAUSE_QUANTA = 0xFFFF
 MIN_FRAME_BYTES = 60
 NOMINAL_FRAME_BITS = 84 * 8
-DEFAULT_LINK_BPS = 10e9
+#: Rate of a port without a packet rate, for pause quanta: 100 Mb/s makes the longest pause
+#: 0.34 s, so a pause renewed at half its time outlives the delays of a loaded machine's
+#: scheduler (at 10 Gb/s it would last 3.4 ms and expire whenever the loop is late).
+DEFAULT_LINK_BPS = 100e6
 #: Held frames of one (ingress port, class) above which the class is paused: a few frames
 #: queued keep the egress busy, more only add latency.
 DEFAULT_XOFF = 16
 #: Held frames at or below which the pause is released: half of XOFF, so that XOFF and XON
 #: do not alternate for every frame.
 DEFAULT_XON = 8
-#: Frames accepted above XOFF before dropping: what the peer may send before it acts on the
-#: pause, i.e. one receive batch of its data plane loop (64 frames) read before the PFC frame.
-DEFAULT_HEADROOM = 64
+#: Frames accepted above XOFF before dropping: what may still arrive after the pause is sent,
+#: i.e. the rest of this switch's receive batch (64 frames) and two transmit bursts of the
+#: peer's loop (16 frames each: the one under way and the one before it reads the pause).
+DEFAULT_HEADROOM = 96
 _PFC_LAYOUT = struct.Struct("!6s6sHHH8H")
 
 
