@@ -41,7 +41,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -152,6 +152,7 @@ class TwinnetNetwork:
         thrift_port_base: int = THRIFT_PORT_BASE,
         link_delay: str | None = None,
         log_console: bool = False,
+        switch_arguments: Sequence[str] = (),
         start_timeout: float | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         progress: Progress | None = stderr_progress,
@@ -165,6 +166,7 @@ class TwinnetNetwork:
         self.thrift_port_base = thrift_port_base
         self.link_delay = link_delay
         self.log_console = log_console
+        self.switch_arguments = list(switch_arguments)
         self.start_timeout = start_timeout or default_start_timeout(len(topology.cards))
         self.lock_timeout = lock_timeout
         self.progress = progress or (lambda message: None)
@@ -353,6 +355,7 @@ class TwinnetNetwork:
                 thrift_port=self._thrift_port(card.card_id),
                 log_console=self.log_console,
                 run_env=self.run_env,
+                target_arguments=self.switch_arguments,
             )
 
         def make_host(host) -> TwinnetHost:
@@ -603,6 +606,7 @@ def build_network(
     thrift_port_base: int = THRIFT_PORT_BASE,
     link_delay: str | None = None,
     log_console: bool = False,
+    switch_arguments: Sequence[str] = (),
     start_timeout: float | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     check_capacity: bool = True,
@@ -614,7 +618,8 @@ def build_network(
     P4CardSwitch subclass). ``program``: the card program (.p4; bmv2 also takes p4c's
     .json). ``out_dir``: logs (logs/c<id>.log), host set-up files and the state record
     (default /tmp/twinnet/out/<run id>). ``link_delay``: a netem delay on card-card
-    links, e.g. "1ms". Raises NetworkError / SwitchError / CapacityError before
+    links, e.g. "1ms". ``switch_arguments``: more target options for every card's switch
+    (after ``--``, e.g. ``--lossless``). Raises NetworkError / SwitchError / CapacityError before
     anything starts when the network cannot run here.
     """
     switch_class = switch_class or select_target(target)
@@ -664,6 +669,7 @@ def build_network(
         thrift_port_base=thrift_port_base,
         link_delay=link_delay,
         log_console=log_console,
+        switch_arguments=switch_arguments,
         start_timeout=start_timeout,
         lock_timeout=lock_timeout,
         progress=progress,

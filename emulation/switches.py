@@ -31,7 +31,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -96,8 +96,10 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         device_id: int | None = None,
         log_console: bool = False,
         run_env: Mapping[str, str] | None = None,
+        target_arguments: Sequence[str] = (),
         **params,
     ) -> None:
+        self.target_arguments = list(target_arguments)
         self.card_id = card_id
         self.device_id = card_id if device_id is None else device_id
         self.program = program
@@ -131,6 +133,7 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
             self.grpc_address,
             "--priority-queues",
             str(PRIORITY_QUEUES),
+            *self.target_arguments,
         ]
         return command
 
