@@ -318,7 +318,15 @@ def run_on_network(
     ]
     arrivals = [a for a in (decode_arrival(f.pe, f.frame, f.receive_us) for f in frames) if a is not None]
     results = judge(sent, arrivals, ModelPaths(plan.tables))
-    accounting = account(results, plan.tables, drops, queue_drops, dead_now, network.switch_class.target_name)
+    accounting = account(
+        results,
+        plan.tables,
+        drops,
+        queue_drops,
+        dead_now,
+        network.switch_class.target_name,
+        stopped_by_deadlock=parts["deadlock"] is not None,
+    )
     channels = check_channels(results, plan.tables, model_channels(plan.tables), plan.acyclic)
     crossing = crossings(results, plan.tables, plan.all_pairs)
     timings["measure_s"] = time.monotonic() - mark
