@@ -408,6 +408,8 @@ def account(
     queue_drops: Mapping[str, int],
     dead_cards: Iterable[str],
     target: str,
+    *,
+    stopped_by_deadlock: bool = False,
 ) -> Accounting:
     """Attribute every lost probe to a cause, spending each card's counted drops once.
 
@@ -415,7 +417,8 @@ def account(
     the model's path counted a drop of some reason ("dropped at cN: reason")
     or a queue tail drop ("queue overflow at cN"); what no counter explains is
     "probable queue overflow" on bmv2 (whose queue drops no counter shows) and
-    "unexplained" elsewhere.
+    "unexplained" elsewhere, or, when the run stopped on a deadlock, "in deadlocked
+    queues" (a lossless network drops nothing: what is missing is stuck).
     """
     names = tables.network.card_names
     dead = sorted(set(dead_cards))
@@ -429,6 +432,8 @@ def account(
         if count > 0:
             budget[card]["queue overflow"] += count
     unexplained = "probable queue overflow" if target == "bmv2" else "unexplained"
+    if stopped_by_deadlock:
+        unexplained = "in deadlocked queues when the run stopped"
     causes: Counter[str] = Counter()
     lost_probes = []
     for result in results:

@@ -33,7 +33,7 @@ CLI_PROBE_BASE = 0x7000_0000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from controller.routing import ALGORITHMS
+    from controller.routing import ALGORITHMS, routing_help
 
     add_topology_arguments(parser)
     group = parser.add_argument_group("cli")
@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--routing",
         choices=sorted(ALGORITHMS),
         type=str.lower,
-        help="routing algorithm (default: destro for fattree, dort for ndt, dor for torus)",
+        help=f"routing algorithm: {routing_help()} "
+        "(default: destro for fattree, dort for ndt, dor for torus)",
     )
     group.add_argument("--target", choices=("auto", "bmv2", "embedded"), default="auto", help="P4 switch")
     group.add_argument(
@@ -216,6 +217,21 @@ def counter_lines(network, cards, name: str) -> list[str]:
                     f"tx {port.get('tx_frames')} backlog {port.get('backlog')} tail drops {drops} "
                     f"rate {port.get('rate_pps') or 'unlimited'}"
                 )
+                lines += pfc_lines(port)
+    return lines
+
+
+def pfc_lines(port: dict) -> list[str]:
+    """A port's PFC counters (lossless cards), one line per priority that has any."""
+    lines = []
+    for row in port.get("pfc", []):
+        if any(row[key] for key in ("pause_frames_sent", "pause_frames_received", "held", "headroom_drops")):
+            lines.append(
+                f"  prio {row['priority']}: pause sent {row['pause_frames_sent']} "
+                f"(resume {row['resume_frames_sent']}) received {row['pause_frames_received']} "
+                f"(resume {row['resume_frames_received']}) paused {row['paused_s']:.3f} s"
+                f"{' now' if row['paused'] else ''} held {row['held']} headroom drops {row['headroom_drops']}"
+            )
     return lines
 
 

@@ -42,7 +42,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -156,6 +156,7 @@ class TwinnetNetwork:
         side_channel_port_base: int = SIDE_CHANNEL_PORT_BASE,
         link_delay: str | None = None,
         log_console: bool = False,
+        switch_arguments: Sequence[str] = (),
         start_timeout: float | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         progress: Progress | None = stderr_progress,
@@ -175,6 +176,7 @@ class TwinnetNetwork:
         self.side_channel_port_base = side_channel_port_base
         self.link_delay = link_delay
         self.log_console = log_console
+        self.switch_arguments = list(switch_arguments)
         self.start_timeout = start_timeout or default_start_timeout(len(topology.cards))
         self.lock_timeout = lock_timeout
         self.progress = progress or (lambda message: None)
@@ -364,6 +366,7 @@ class TwinnetNetwork:
                 socket_dir=self.socket_dir,
                 log_console=self.log_console,
                 run_env=self.run_env,
+                target_arguments=self.switch_arguments,
             )
 
         def make_host(host) -> TwinnetHost:
@@ -623,6 +626,7 @@ def build_network(
     side_channel_port_base: int = SIDE_CHANNEL_PORT_BASE,
     link_delay: str | None = None,
     log_console: bool = False,
+    switch_arguments: Sequence[str] = (),
     start_timeout: float | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     check_capacity: bool = True,
@@ -638,7 +642,8 @@ def build_network(
     links, e.g. "1ms". ``control``: "unix" (default) puts every card's P4Runtime server
     and side channel on Unix sockets in a folder only this user can enter (the run's
     ``socket_dir``); "tcp" on 127.0.0.1 ports, as simple_switch_grpc has them, which any
-    local user can reach. Raises NetworkError / SwitchError / CapacityError before
+    local user can reach. ``switch_arguments``: more target options for every card's switch
+    (after ``--``, e.g. ``--lossless``). Raises NetworkError / SwitchError / CapacityError before
     anything starts when the network cannot run here.
     """
     if control not in CONTROL_KINDS:
@@ -690,6 +695,7 @@ def build_network(
         side_channel_port_base=side_channel_port_base,
         link_delay=link_delay,
         log_console=log_console,
+        switch_arguments=switch_arguments,
         start_timeout=start_timeout,
         lock_timeout=lock_timeout,
         progress=progress,

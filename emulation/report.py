@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from controller.routing import UNSAFE
 from emulation.measure import (
     LOST,
     distribution,
@@ -170,6 +171,7 @@ def report_data(outcome: RunOutcome) -> dict[str, Any]:
             "queue_rule": tables.queue_rule,
             "longest_model_path_cards": plan.longest_path_cards,
             "dependency_graph_acyclic": plan.acyclic,
+            "unsafe": UNSAFE.get(tables.algorithm),
         },
         "target": outcome.target,
         "traffic": {
@@ -230,6 +232,9 @@ def report_data(outcome: RunOutcome) -> dict[str, Any]:
             "unit": "s",
         },
         "interrupted": outcome.interrupted,
+        "lossless": outcome.lossless,
+        "queue_drops": outcome.queue_drops,
+        "deadlock": outcome.deadlock,
         "out_dir": str(outcome.out_dir),
     }
 
@@ -239,6 +244,7 @@ def outcome_ok(outcome: RunOutcome) -> bool:
     verdicts = verdict_counts(outcome.results)
     return (
         not outcome.interrupted
+        and outcome.deadlock is None
         and bool(outcome.results)
         and verdicts["equal"] == len(outcome.results)
         and outcome.channels.ok
@@ -288,6 +294,25 @@ def summary_lines(outcome: RunOutcome, files: dict[str, Path] | None = None) -> 
     ]
     if outcome.interrupted:
         lines.insert(1, f"  INTERRUPTED {outcome.interrupted}")
+    if UNSAFE.get(plan.tables.algorithm):
+        lines.insert(1, f"  routing     {UNSAFE[plan.tables.algorithm]}")
+    if outcome.deadlock is not None:
+        deadlock = outcome.deadlock
+        cycle = " -> ".join(f"{c['card']}:{c['port']}/p{c['priority']}" for c in deadlock["cycle"])
+        lines.insert(
+            1,
+            f"  DEADLOCK    {cycle} (stalled {deadlock['stalled_for_s']} s); in the model's "
+            f"dependency graph: {'yes' if deadlock['cycle_in_dependency_graph'] else 'NO'}",
+        )
+    if outcome.queue_drops is not None:
+        lines.append(f"  queue drops {outcome.queue_drops['total']} frames")
+    if outcome.lossless is not None:
+        cards, hosts = outcome.lossless["cards"], outcome.lossless["hosts"]
+        lines.append(
+            f"  lossless    links {outcome.lossless['link_rate_pps']:g} pps; PFC pause frames sent "
+            f"{cards.get('pause_frames_sent', 0)}, hosts paused {hosts['pause_frames_received']} times, "
+            f"probes held {outcome.lossless['probes_held_by_pauses']}"
+        )
     if acc.causes:
         lines.append("  losses      " + ", ".join(f"{cause}: {count}" for cause, count in acc.causes.items()))
     for dead in outcome.dead_cards:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from controller.analysis.deadlock import check_deadlock
 from controller.analysis.paths import AllPairs
 from controller.analysis.traffic import Traffic, make_traffic
 from controller.routing import RoutingTables, algorithms_for, compute_tables
+from emulation.deadlock_watch import DeadlockWatch, compare_with_model, model_dependencies
 from emulation.links import LINK_MTU
 from emulation.liveness import DataPlaneWatch
 from emulation.measure import (
@@ -62,11 +64,14 @@ from emulation.switches import PRIORITY_QUEUES
 from emulation.traffic import (
     LATE_THRESHOLD_S,
     MIN_FRAME_BYTES,
+    HostPauses,
     Schedule,
     TrafficEngine,
     endpoints_of_network,
     make_schedule,
 )
+from p4src.card import PFC_CLASS_FIELD
+from p4switch.daemon.pfc import DEFAULT_LINK_BPS, NOMINAL_FRAME_BITS
 from topologies.model import Topology, TopologyError
 from topologies.size import check_routing_size, topology_size
 
@@ -104,10 +109,12 @@ def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = Tru
     if need_root and os.geteuid() != 0:
         raise RunInputError("twinnet run builds network namespaces and veths: it needs root (sudo)")
     routing = settings.routing or default_routing(topology)
+    _check_lossless(settings, settings.target)
     try:
         switch_class = select_target(settings.target)
     except SwitchError as error:
         raise RunInputError(str(error)) from error
+    _check_lossless(settings, switch_class.target_name)
     summary = ""
     if settings.check_capacity:
         try:
@@ -185,6 +192,27 @@ def check_kill(kill: tuple[str, float], topology: Topology, sending_s: float) ->
         )
 
 
+def _check_lossless(settings: RunSettings, target: str) -> None:
+    """--lossless needs the embedded target; link rate and deadlock time must be positive."""
+    if settings.lossless and target not in ("embedded", "auto"):
+        raise RunInputError(f"--lossless: {target} has no PFC (priority flow control); use --target embedded")
+    if settings.link_rate is not None and not (settings.link_rate > 0 and math.isfinite(settings.link_rate)):
+        raise RunInputError(
+            f"--link-rate must be a positive number of packets per second, got {settings.link_rate}"
+        )
+    if not (settings.deadlock_after > 0 and math.isfinite(settings.deadlock_after)):
+        raise RunInputError(
+            f"--deadlock-after must be a positive number of seconds, got {settings.deadlock_after}"
+        )
+
+
+def lossless_switch_arguments(settings: RunSettings) -> list[str]:
+    """The cards' target options of a lossless run (p4switch.daemon.cli)."""
+    if not settings.lossless:
+        return []
+    return ["--lossless", "--pfc-class-field", PFC_CLASS_FIELD]
+
+
 def _packets_and_rate(settings: RunSettings, traffic: Traffic, num_pes: int) -> tuple[int, float]:
     """Probes per host and rate (pps per host) from --packets, --duration, --rate."""
     rate = DEFAULT_RATE_PPS if settings.rate is None else settings.rate
@@ -257,6 +285,9 @@ class RunOutcome:
     network_timings: dict[str, float]
     entries_installed: int
     interrupted: str | None = None
+    deadlock: dict[str, Any] | None = None
+    lossless: dict[str, Any] | None = None
+    queue_drops: dict[str, Any] | None = None
 
 
 Progress = Callable[[str], None]
@@ -274,6 +305,7 @@ def execute(
 
     factory = network_factory or build_network
     started = time.monotonic()
+    extra = {"switch_arguments": lossless_switch_arguments(plan.settings)} if plan.settings.lossless else {}
     network = factory(
         plan.topology,
         target=plan.switch_class.target_name,
@@ -281,6 +313,7 @@ def execute(
         check_capacity=False,
         progress=progress,
         control=plan.settings.control,
+        **extra,
     )
     with network:
         bring_up = time.monotonic() - started
@@ -308,19 +341,23 @@ def run_on_network(
         say(
             f"{installed} table entries installed on {len(cards.names)} cards in {timings['install_s']:.1f} s"
         )
-        set_link_rate(plan, network)
+        link_rate = set_link_rate(plan, network)
         before = cards.counters()
-        queue_before = queue_drop_counts(network)
-        engine = TrafficEngine(endpoints_of_network(network))
+        stats_before = queue_stats(network)
+        pauses = HostPauses(link_rate * NOMINAL_FRAME_BITS if link_rate else DEFAULT_LINK_BPS, link_rate)
+        engine = TrafficEngine(endpoints_of_network(network), pauses if plan.settings.lossless else None)
         with engine:
             parts = _inject_and_drain(plan, network, engine, say, show_bars, timings)
             frames = engine.take_received()
         dead_now = network.dead_cards()
         after = cards.counters([name for name in cards.names if name not in dead_now])
-        queue_after = queue_drop_counts(network)
+        stats_after = queue_stats(network)
     mark = time.monotonic()
     drops = {name: after[name].minus(before[name]).drop_packets for name in after if name in before}
-    queue_drops = {name: queue_after.get(name, 0) - queue_before.get(name, 0) for name in queue_after}
+    drop_rows = queue_drop_rows(stats_before, stats_after)
+    queue_drops = {name: 0 for name in stats_after}
+    for row in drop_rows:
+        queue_drops[row["card"]] = queue_drops.get(row["card"], 0) + row["tail_drops"] + row["headroom_drops"]
     schedule, record = plan.schedule, parts["record"]
     sent = [
         SentProbe(schedule.probe_id(i), int(schedule.src[i]), int(schedule.dst[i]), int(record.send_us[i]))
@@ -329,7 +366,15 @@ def run_on_network(
     ]
     arrivals = [a for a in (decode_arrival(f.pe, f.frame, f.receive_us) for f in frames) if a is not None]
     results = judge(sent, arrivals, ModelPaths(plan.tables))
-    accounting = account(results, plan.tables, drops, queue_drops, dead_now, network.switch_class.target_name)
+    accounting = account(
+        results,
+        plan.tables,
+        drops,
+        queue_drops,
+        dead_now,
+        network.switch_class.target_name,
+        stopped_by_deadlock=parts["deadlock"] is not None,
+    )
     channels = check_channels(results, plan.tables, model_channels(plan.tables), plan.acyclic)
     crossing = crossings(results, plan.tables, plan.all_pairs)
     timings["measure_s"] = time.monotonic() - mark
@@ -349,7 +394,67 @@ def run_on_network(
         network_timings=dict(network.timings),
         entries_installed=installed,
         interrupted=parts["interrupted"],
+        deadlock=_deadlock_entry(parts["deadlock"], plan),
+        lossless=_lossless_entry(plan, link_rate, pauses, parts["record"], stats_before, stats_after),
+        queue_drops={
+            "unit": "frames dropped by the cards' queues (tail drops; lossless: beyond headroom), per "
+            "(card, egress port or, for headroom drops, ingress port, priority) with any",
+            "total": sum(row["tail_drops"] + row["headroom_drops"] for row in drop_rows),
+            "per_card": {name: count for name, count in sorted(queue_drops.items())},
+            "rows": drop_rows,
+        }
+        if network.switch_class.target_name == "embedded"
+        else None,
     )
+
+
+def _deadlock_entry(found: dict[str, Any] | None, plan: RunPlan) -> dict[str, Any] | None:
+    """The deadlock the run saw, compared with the channel dependency graph of the installed tables."""
+    if found is None:
+        return None
+    cycle = [(c["card"], c["port"], c["priority"]) for c in found["cycle"]]
+    return {
+        **found,
+        **compare_with_model(cycle, model_dependencies(plan.all_pairs)),
+        "model_acyclic": plan.acyclic,
+        "unit": "channels are (card, egress port, priority); each waits for the next (its peer pauses it "
+        "for frames held in the next); stalled_for_s: s",
+    }
+
+
+def _lossless_entry(
+    plan: RunPlan,
+    link_rate: float | None,
+    pauses: HostPauses,
+    record: Any,
+    before: dict[str, dict[str, Any]],
+    after: dict[str, dict[str, Any]],
+) -> dict[str, Any] | None:
+    """PFC totals of a lossless run: frames sent and received by the cards, hosts paused, probes held."""
+    if not plan.settings.lossless:
+        return None
+
+    def totals(stats: dict[str, dict[str, Any]]) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for answer in stats.values():
+            for port in answer.get("ports", []):
+                for row in port.get("pfc", []):
+                    for key in ("pause_frames_sent", "resume_frames_sent", "pause_frames_received"):
+                        counts[key] += row[key]
+                    counts["paused_s"] += row["paused_s"]
+        return counts
+
+    cards = totals(after)
+    cards.subtract(totals(before))
+    return {
+        "link_rate_pps": link_rate,
+        "cards": {key: round(value, 3) for key, value in cards.items()},
+        "hosts": pauses.summary(time.monotonic()),
+        "probes_held_by_pauses": record.held_probes,
+        "probes_never_released": record.never_released,
+        "units": "frames; paused_s: s summed over (port, priority); probes held: probes a paused host "
+        "kept back and sent later",
+    }
 
 
 def _inject_and_drain(
@@ -360,8 +465,14 @@ def _inject_and_drain(
     deaths: dict[str, float] = {}
     kill = plan.settings.kill
     killed = False
+    detector = (
+        DeadlockWatch(lambda: queue_stats(network), card_peers(plan.topology), plan.settings.deadlock_after)
+        if plan.settings.lossless
+        else None
+    )
 
-    def watch(elapsed: float) -> None:
+    def watch(elapsed: float) -> bool:
+        """Kill a card when asked, note dead cards; False once a deadlock is found."""
         nonlocal killed
         if kill is not None and not killed and elapsed >= kill[1]:
             network.kill_card(kill[0])
@@ -370,13 +481,21 @@ def _inject_and_drain(
             if name not in deaths:
                 deaths[name] = watcher.deaths.get(name, round(elapsed, 3))
                 say(f"card {name} died {deaths[name]:.2f} s into the run; probes crossing it will be lost")
+        if detector is None or detector.found is not None:
+            return detector is None
+        found = detector.poll()
+        if found is not None:
+            cycle = " -> ".join(f"{c['card']}:{c['port']}/p{c['priority']}" for c in found["cycle"])
+            say(f"DEADLOCK {elapsed:.1f} s into the run: {cycle}")
+            return False
+        return True
 
     bar = ProgressBar("sending ", len(schedule), enabled=show_bars)
 
     def sending(done: int, elapsed: float) -> bool:
-        watch(elapsed)
+        going = watch(elapsed)
         bar.update(done, f"received {engine.received_count()}")
-        return True
+        return going
 
     mark = time.monotonic()
     # a card whose data plane stops (its process still running) is found and killed by the watch
@@ -387,15 +506,16 @@ def _inject_and_drain(
         drain_bar = ProgressBar("receiving", record.sent, enabled=show_bars)
 
         def draining(count: int, elapsed: float) -> bool:
-            watch(timings["inject_s"] + elapsed)
+            going = watch(timings["inject_s"] + elapsed)
             drain_bar.update(count)
-            return True
+            return going
 
         mark = time.monotonic()
+        deadlocked = detector is not None and detector.found is not None
         if record.interrupted:
             say(f"interrupted after {record.sent} probes: measuring what was sent, then tearing down")
         try:
-            quiet, limit = (0.5, 2.0) if record.interrupted else (DRAIN_QUIET_S, DRAIN_LIMIT_S)
+            quiet, limit = (0.5, 2.0) if record.interrupted or deadlocked else (DRAIN_QUIET_S, DRAIN_LIMIT_S)
             engine.wait_for(record.sent, quiet, limit, tick=draining)
         except KeyboardInterrupt:
             record.interrupted = True
@@ -416,33 +536,75 @@ def _inject_and_drain(
             "late_threshold_s": LATE_THRESHOLD_S,
             "max_lateness_s": round(record.max_late_s, 6),
             "size_bytes": plan.settings.size,
-            "link_rate_pps": plan.settings.link_rate,
+            "link_rate_pps": plan.settings.effective_link_rate(),
             "schedule_duration_s": round(schedule.duration, 3),
         }
         interrupted = (
             f"interrupted after {record.sent} of {len(schedule)} probes" if record.interrupted else None
         )
-        return {"record": record, "deaths": deaths, "injection": injection, "interrupted": interrupted}
+        return {
+            "record": record,
+            "deaths": deaths,
+            "injection": injection,
+            "interrupted": interrupted,
+            "deadlock": detector.found if detector is not None else None,
+        }
 
 
-def queue_drop_counts(network) -> dict[str, int]:
-    """Per live card, queue tail drops and out-of-range priority drops (the target's side channel).
-
-    Empty for targets without the embedded side channel (bmv2 shows no queue drops).
-    """
+def queue_stats(network) -> dict[str, dict[str, Any]]:
+    """Per live card, the side channel's stats (queues, PFC); empty for targets without it (bmv2)."""
     if network.switch_class.target_name != "embedded":
         return {}
     from p4switch.daemon.side_channel import request
 
-    counts = {}
+    stats = {}
     for name, card in network.cards.items():
         if not card.is_alive():
             continue
         try:
-            stats = request(card.control_target, {"cmd": "stats"}, timeout=2.0)
-        except OSError:
+            stats[name] = request(card.control_target, {"cmd": "stats"}, timeout=2.0)
+        except (OSError, ValueError):
             continue
-        counts[name] = sum(
-            queue["tail_drops"] for port in stats.get("ports", []) for queue in port.get("queues", [])
-        ) + sum(port.get("priority_out_of_range_drops", 0) for port in stats.get("ports", []))
-    return counts
+    return stats
+
+
+def queue_drop_rows(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Drops during the run per (card, port, priority), rows with any: tail drops (egress port),
+    headroom drops (lossless, ingress port), out-of-range priorities (priority -1)."""
+
+    def per_queue(stats: dict[str, dict[str, Any]]) -> Counter[tuple[str, int, int, str]]:
+        counts: Counter[tuple[str, int, int, str]] = Counter()
+        for card, answer in stats.items():
+            for port in answer.get("ports", []):
+                for queue in port.get("queues", []):
+                    counts[card, port["port"], queue["priority"], "tail_drops"] += queue["tail_drops"]
+                for row in port.get("pfc", []):
+                    counts[card, port["port"], row["priority"], "headroom_drops"] += row["headroom_drops"]
+                counts[card, port["port"], -1, "tail_drops"] += port.get("priority_out_of_range_drops", 0)
+        return counts
+
+    counts = per_queue(after)
+    counts.subtract(per_queue(before))
+    rows: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for (card, port, priority, kind), count in sorted(counts.items()):
+        if count > 0 and card in before:
+            row = rows.setdefault(
+                (card, port, priority),
+                {"card": card, "port": port, "priority": priority, "tail_drops": 0, "headroom_drops": 0},
+            )
+            row[kind] += count
+    return list(rows.values())
+
+
+def card_peers(topology: Topology) -> dict[tuple[str, int], tuple[str, int]]:
+    """(card, port) -> (peer card, peer port) for every card-to-card link."""
+    peers = {}
+    for name in topology.cards:
+        for ref in topology.card_ports(name):
+            if topology.is_connected(ref):
+                other = topology.peer(ref)
+                if other.node in topology.cards:
+                    peers[name, ref.port] = (other.node, other.port)
+    return peers

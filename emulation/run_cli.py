@@ -8,7 +8,8 @@ Everything is checked before anything starts (emulation.run.plan_run); the
 network is torn down at the end, on an error and on Ctrl-C; the last lines
 name the report (emulation.report). Exit status: 0 when every probe arrived
 along the model's path, 1 when some did not (the report says which), 2 on bad
-input or an environment problem.
+input or an environment problem, 3 when a lossless run deadlocked (the report's
+``deadlock`` entry gives the cycle of waits).
 """
 
 from __future__ import annotations
@@ -24,8 +25,13 @@ from topologies.build import add_topology_arguments, topology_from_args
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Topology options and the run's options."""
     from controller.analysis.traffic import PATTERNS
-    from controller.routing import ALGORITHMS
-    from emulation.run_settings import DEFAULT_RATE_PPS, DEFAULT_SIZE
+    from controller.routing import ALGORITHMS, routing_help
+    from emulation.run_settings import (
+        DEFAULT_DEADLOCK_AFTER_S,
+        DEFAULT_LOSSLESS_LINK_PPS,
+        DEFAULT_RATE_PPS,
+        DEFAULT_SIZE,
+    )
 
     add_topology_arguments(parser)
     run = parser.add_argument_group("run")
@@ -33,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--routing",
         choices=sorted(ALGORITHMS),
         type=str.lower,
-        help="routing algorithm (default: the first that routes the family: "
+        help=f"routing algorithm: {routing_help()} (default: the first that routes the family: "
         "destro for fattree, dort for ndt, dor for torus)",
     )
     run.add_argument(
@@ -92,10 +98,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fault injection: kill card CARD's switch S seconds after injection starts",
     )
     run.add_argument(
+        "--lossless",
+        action="store_true",
+        help="lossless links: IEEE 802.1Qbb priority flow control per VC queue on every card and host "
+        "(embedded target only: bmv2 has no PFC); a deadlock ends the run with status 3",
+    )
+    run.add_argument(
         "--link-rate",
         metavar="RATE",
         help="every link's rate: packets/s (200, 200pps) or bits/s for --size frames (1Mbit); "
-        "default: as fast as the cards' CPU",
+        f"default: as fast as the cards' CPU ({DEFAULT_LOSSLESS_LINK_PPS:g} packets/s with --lossless)",
+    )
+    run.add_argument(
+        "--deadlock-after",
+        type=float,
+        default=DEFAULT_DEADLOCK_AFTER_S,
+        metavar="S",
+        help="--lossless: a cycle of paused queues that sent nothing for S seconds is a deadlock "
+        f"(default {DEFAULT_DEADLOCK_AFTER_S:g})",
     )
     run.add_argument("--no-pictures", action="store_true", help="write report.json and paths.csv only")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -130,6 +150,8 @@ def settings_from_args(args: argparse.Namespace):
         link_rate=parse_link_rate(args.link_rate, args.size) if args.link_rate else None,
         control=args.control,
         pattern_options=options,
+        lossless=args.lossless,
+        deadlock_after=args.deadlock_after,
     )
 
 
@@ -138,6 +160,7 @@ def main(args: argparse.Namespace) -> int:
     from emulation.network import stderr_progress
     from emulation.report import outcome_ok, summary_lines, write_report
     from emulation.run import execute, plan_run
+    from emulation.run_settings import EXIT_DEADLOCK
 
     topology = topology_from_args(args)
     plan = plan_run(topology, settings_from_args(args))
@@ -152,6 +175,9 @@ def main(args: argparse.Namespace) -> int:
     for line in summary_lines(outcome, files):
         print(line)
     sys.stdout.flush()
+    if outcome.deadlock is not None:
+        print("twinnet run: DEADLOCK: the network was torn down; the report's 'deadlock' gives the cycle")
+        return EXIT_DEADLOCK
     if outcome.interrupted:
         print(f"twinnet run: {outcome.interrupted}; the report covers the probes sent until then")
         return 130

@@ -25,6 +25,13 @@ DRAIN_LIMIT_S = 30.0
 #: a larger request is refused before anything is allocated.
 MAX_RUN_PROBES = 2_000_000
 BYTES_PER_PROBE = 500
+#: Card port rate (packets/s) of a --lossless run without --link-rate: queues only build (and PFC
+#: only acts) where a link is slower than what arrives, so a lossless run needs rated links.
+DEFAULT_LOSSLESS_LINK_PPS = 500.0
+#: Seconds a cycle of paused queues must stall before a lossless run calls it a deadlock.
+DEFAULT_DEADLOCK_AFTER_S = 3.0
+#: Exit status of `twinnet run` on a deadlock (kept for deadlock alone).
+EXIT_DEADLOCK = 3
 
 
 #: ``--control`` of ``twinnet run`` and ``twinnet cli``: where the cards' control surfaces listen
@@ -59,3 +66,11 @@ class RunSettings:
     control: str = "unix"
     check_capacity: bool = True
     pattern_options: dict[str, Any] = field(default_factory=dict)
+    lossless: bool = False
+    deadlock_after: float = DEFAULT_DEADLOCK_AFTER_S
+
+    def effective_link_rate(self) -> float | None:
+        """Card port rate, packets/s: --link-rate, else the lossless default, else unlimited."""
+        if self.link_rate is not None:
+            return self.link_rate
+        return DEFAULT_LOSSLESS_LINK_PPS if self.lossless else None

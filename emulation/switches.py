@@ -34,7 +34,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -106,8 +106,10 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         device_id: int | None = None,
         log_console: bool = False,
         run_env: Mapping[str, str] | None = None,
+        target_arguments: Sequence[str] = (),
         **params,
     ) -> None:
+        self.target_arguments = list(target_arguments)
         self.card_id = card_id
         #: the private folder of the run's Unix sockets (None: TCP on loopback, reachable by any local user)
         self.socket_dir = Path(socket_dir) if socket_dir is not None else None
@@ -146,6 +148,7 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
             self.grpc_address,
             "--priority-queues",
             str(PRIORITY_QUEUES),
+            *self.target_arguments,
         ]
         return command
 

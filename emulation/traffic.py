@@ -12,7 +12,13 @@ stays bound to the host's interface. The :class:`TrafficEngine` then
   (:func:`emulation.packets.now_us`) into a pre-built frame per pair;
 * receives on all hosts in one thread (epoll), keeping each frame with its
   kernel receive time (``SO_TIMESTAMPNS``, the clock ``send_time`` uses);
-  frames are decoded with :mod:`emulation.packets` afterwards, off the hot path.
+  frames are decoded with :mod:`emulation.packets` afterwards, off the hot path;
+* obeys priority flow control on each host's link (lossless runs): a PFC frame
+  from the card pauses that host (:class:`HostPauses`) for its time or until
+  released, its probes are held in order meanwhile (the other hosts go on) and
+  sent after the release at most at the link's rate (a burst would overrun the
+  card's headroom before its next pause arrives); the pauses, the time paused
+  and the probes held are counted.
 
 Schedules come from the traffic patterns of :mod:`controller.analysis.traffic`:
 every source PE sends ``packets_per_host`` probes at ``rate_pps``, to
@@ -30,6 +36,7 @@ import socket
 import struct
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -37,6 +44,7 @@ import numpy as np
 
 from controller.analysis.traffic import Traffic
 from emulation.packets import ETHERTYPE_TWINNET, TIME_MODULUS, encode, now_us, probe
+from p4switch.daemon.pfc import MAC_CONTROL_ETHERTYPE, QUANTUM_BITS, parse_pfc
 from topologies.addressing import host_mac
 from topologies.errors import TwinnetError
 
@@ -70,8 +78,8 @@ def _setns(fd: int) -> None:
         raise OSError(error, f"setns: {os.strerror(error)}")
 
 
-def open_host_socket(netns: str, interface: str) -> socket.socket:
-    """An AF_PACKET socket for twinnet frames, bound to `interface` of namespace `netns` (a path).
+def open_host_socket(netns: str, interface: str, ethertype: int = ETHERTYPE_TWINNET) -> socket.socket:
+    """An AF_PACKET socket for frames of `ethertype`, bound to `interface` of namespace `netns` (a path).
 
     Only this thread changes namespace, and it returns to its own before
     returning (also on errors).
@@ -85,9 +93,9 @@ def open_host_socket(netns: str, interface: str) -> socket.socket:
     try:
         _setns(target)
         try:
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETHERTYPE_TWINNET))
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ethertype))
             try:
-                sock.bind((interface, ETHERTYPE_TWINNET))
+                sock.bind((interface, ethertype))
                 sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
                 sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
                 for option in (SO_SNDBUFFORCE, SO_RCVBUFFORCE):
@@ -277,6 +285,8 @@ class SendRecord:
     late_probes: int = 0
     errors: dict[int, str] = field(default_factory=dict)
     interrupted: bool = False
+    held_probes: int = 0
+    never_released: int = 0
 
     @property
     def sent(self) -> int:
@@ -285,6 +295,68 @@ class SendRecord:
 
 #: A probe counts as late when sent more than this after its time, s.
 LATE_THRESHOLD_S = 0.005
+#: While probes are held by a pause, the sender looks for a release this often, s.
+HELD_POLL_S = 0.001
+
+
+class HostPauses:
+    """PFC pauses of the hosts' links: a host obeys a pause of any class (it has one queue).
+
+    A pause of q quanta lasts q x 512 bit times of the link (``link_bps``); 0 releases it.
+    Written by the receiver thread, read by the sender (single assignments: no lock needed).
+    """
+
+    def __init__(self, link_bps: float, link_pps: float | None = None) -> None:
+        self.quantum_s = QUANTUM_BITS / link_bps
+        self.release_gap_s = 1.0 / link_pps if link_pps else HELD_POLL_S
+        self.until: dict[int, float] = {}
+        self.since: dict[int, float] = {}
+        self.pauses: dict[int, int] = {}
+        self.resumes: dict[int, int] = {}
+        self.paused_s: dict[int, float] = {}
+
+    def on_frame(self, pe: int, frame: bytes, now: float) -> None:
+        pauses = parse_pfc(frame)
+        if not pauses:
+            return
+        quanta = max(pauses.values())
+        was_paused = self.until.get(pe, 0.0) > now
+        if quanta:
+            self.pauses[pe] = self.pauses.get(pe, 0) + 1
+            if not was_paused:
+                self.since[pe] = now
+            self.until[pe] = now + quanta * self.quantum_s
+        else:
+            self.resumes[pe] = self.resumes.get(pe, 0) + 1
+            if was_paused:
+                self.paused_s[pe] = self.paused_s.get(pe, 0.0) + now - self.since[pe]
+            self.until[pe] = 0.0
+
+    def paused(self, pe: int, now: float) -> bool:
+        until = self.until.get(pe, 0.0)
+        if until and until <= now:  # expired: account its time once
+            self.paused_s[pe] = self.paused_s.get(pe, 0.0) + until - self.since[pe]
+            self.until[pe] = 0.0
+            return False
+        return until > now
+
+    def summary(self, now: float) -> dict[str, object]:
+        """Totals and the hosts paused, for the report."""
+        per_host = {
+            pe: round(
+                self.paused_s.get(pe, 0.0)
+                + max(0.0, min(now, self.until.get(pe, 0.0)) - self.since.get(pe, now)),
+                6,
+            )
+            for pe in set(self.pauses) | set(self.paused_s)
+        }
+        return {
+            "pause_frames_received": sum(self.pauses.values()),
+            "resume_frames_received": sum(self.resumes.values()),
+            "hosts_paused": len(self.pauses),
+            "paused_s_total": round(sum(per_host.values()), 6),
+            "paused_s_per_host": {str(pe): value for pe, value in sorted(per_host.items())},
+        }
 
 
 class TrafficEngine:
@@ -295,9 +367,11 @@ class TrafficEngine:
     hands over what arrived.
     """
 
-    def __init__(self, endpoints: Sequence[HostEndpoint]) -> None:
+    def __init__(self, endpoints: Sequence[HostEndpoint], pauses: HostPauses | None = None) -> None:
         self.endpoints = {endpoint.pe: endpoint for endpoint in endpoints}
         self.sockets: dict[int, socket.socket] = {}
+        self.pauses = pauses
+        self.control_sockets: dict[int, socket.socket] = {}
         self.received: list[Received] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -311,6 +385,10 @@ class TrafficEngine:
         try:
             for pe, endpoint in self.endpoints.items():
                 self.sockets[pe] = open_host_socket(endpoint.netns, endpoint.interface)
+                if self.pauses is not None:
+                    self.control_sockets[pe] = open_host_socket(
+                        endpoint.netns, endpoint.interface, MAC_CONTROL_ETHERTYPE
+                    )
         except BaseException:
             self.close()
             raise
@@ -325,9 +403,10 @@ class TrafficEngine:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-        for sock in self.sockets.values():
+        for sock in [*self.sockets.values(), *self.control_sockets.values()]:
             sock.close()
         self.sockets.clear()
+        self.control_sockets.clear()
         for fd in (self._wake_r, self._wake_w):
             if fd >= 0:
                 os.close(fd)
@@ -344,7 +423,8 @@ class TrafficEngine:
     def _receive_loop(self) -> None:
         poller = select.epoll()
         by_fd = {sock.fileno(): (pe, sock) for pe, sock in self.sockets.items()}
-        for fd in by_fd:
+        control = {sock.fileno(): (pe, sock) for pe, sock in self.control_sockets.items()}
+        for fd in [*by_fd, *control]:
             poller.register(fd, select.EPOLLIN)
         poller.register(self._wake_r, select.EPOLLIN)
         ancillary = socket.CMSG_SPACE(16)
@@ -352,6 +432,9 @@ class TrafficEngine:
             while not self._stop.is_set():
                 for fd, _events in poller.poll(0.5):
                     if fd == self._wake_r:
+                        continue
+                    if fd in control:
+                        self._receive_control(*control[fd])
                         continue
                     pe, sock = by_fd[fd]
                     while True:
@@ -370,6 +453,16 @@ class TrafficEngine:
             self.receiver_error = error
         finally:
             poller.close()
+
+    def _receive_control(self, pe: int, sock: socket.socket) -> None:
+        """PFC frames from the host's card: pause or release that host."""
+        while True:
+            try:
+                frame, address = sock.recvfrom(256, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return
+            if address[2] != PACKET_OUTGOING:
+                self.pauses.on_frame(pe, frame, time.monotonic())
 
     def take_received(self) -> list[Received]:
         """The frames received so far (and forget them)."""
@@ -421,21 +514,11 @@ class TrafficEngine:
         start = time.monotonic()
         record.started_us = now_us()
         next_tick = start + tick_every
-        for index in range(len(schedule)):
-            due = start + at[index]
-            while True:
-                now = time.monotonic()
-                if tick is not None and now >= next_tick:
-                    next_tick = now + tick_every
-                    if not tick(index, now - start):
-                        return
-                if now >= due:
-                    break
-                time.sleep(min(due, next_tick) - now if tick is not None else due - now)
-            late = now - due
-            if late > LATE_THRESHOLD_S:
-                record.late_probes += 1
-            record.max_late_s = max(record.max_late_s, late)
+        pauses = self.pauses
+        held: dict[int, deque[int]] = {}
+        next_release: dict[int, float] = {}
+
+        def send(index: int) -> None:
             frame = frames[src[index], dst[index]]
             sent_at = now_us()
             stamp(frame, schedule.probe_id(index), sent_at)
@@ -443,8 +526,48 @@ class TrafficEngine:
                 self.sockets[src[index]].send(frame)
             except OSError as error:
                 record.errors[schedule.probe_id(index)] = str(error)
-                continue
+                return
             record.send_us[index] = sent_at
+
+        def release(now: float) -> None:
+            for pe in [pe for pe in held if now >= next_release.get(pe, 0.0) and not pauses.paused(pe, now)]:
+                queue = held[pe]
+                send(queue.popleft())
+                next_release[pe] = now + pauses.release_gap_s
+                if not queue:
+                    del held[pe]
+
+        for index in range(len(schedule) + 1):
+            last = index == len(schedule)
+            due = start + at[index] if not last else 0.0
+            while True:
+                now = time.monotonic()
+                if tick is not None and now >= next_tick:
+                    next_tick = now + tick_every
+                    if not tick(index, now - start):
+                        record.never_released = sum(map(len, held.values()))
+                        return
+                if held:
+                    release(now)
+                if now >= due and not (last and held):
+                    break
+                wake = min(due, next_tick) if tick is not None else due
+                if held:
+                    poll = min(HELD_POLL_S, pauses.release_gap_s)
+                    wake = min(wake, now + poll) if not last else now + poll
+                time.sleep(max(0.0, wake - now))
+            if last:
+                return
+            late = now - due
+            if late > LATE_THRESHOLD_S:
+                record.late_probes += 1
+            record.max_late_s = max(record.max_late_s, late)
+            pe = src[index]
+            if pauses is not None and (pe in held or pauses.paused(pe, now)):
+                held.setdefault(pe, deque()).append(index)
+                record.held_probes += 1
+                continue
+            send(index)
 
     def wait_for(
         self,

@@ -22,6 +22,10 @@ ETHERTYPE_IPV4 = 0x0800
 NEXT_PROBE = 0x0000
 TWINNET_HEADER_LEN = 20
 TRACE_ENTRY_LEN = 16
+#: Where a frame between cards carries the class it was queued with on its last link (the newest
+#: trace entry's ``prio``, low nibble of the entry's byte 6; no entry yet: class 0), for the
+#: embedded switch's lossless accounting (``twinnet-switch --pfc-class-field``).
+PFC_CLASS_FIELD = f"{ETHERTYPE_TWINNET:#x},{14 + 6},{14 + TWINNET_HEADER_LEN + 6},0x0f"
 #: Trace entries a packet can carry (``TW_MAX_TRACE`` in card.p4): the highest useful hop limit.
 MAX_TRACE = 24
 #: Default hop limit of a card (``TW_DEFAULT_HOP_LIMIT`` in card.p4).

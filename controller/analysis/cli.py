@@ -41,11 +41,12 @@ def _positive(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Topology arguments (as `twinnet topo`) plus routing, traffic and output options."""
     add_topology_arguments(parser)
+    from controller.routing import routing_help
+
     group = parser.add_argument_group("analysis")
     group.add_argument(
         "--routing",
-        help="destro (fat trees), dor (torus), dort or ts-dor (ndt); "
-        "default: the first that fits the topology",
+        help=f"{routing_help()}; default: the first safe one that fits the topology",
     )
     group.add_argument(
         "--traffic",

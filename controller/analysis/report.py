@@ -18,6 +18,7 @@ from controller.analysis.paths import AllPairs
 from controller.analysis.totals import Totals
 from controller.analysis.traffic import Traffic
 from controller.routing.network import HOST
+from controller.routing.registry import UNSAFE
 from controller.routing.table import USES, RoutingTables
 
 UNITS: dict[str, str] = {
@@ -32,6 +33,7 @@ UNITS: dict[str, str] = {
     "deadlock_free": "the channel dependency graph of all paths (channels = (directed card-to-card link, "
     "queue)) has no cycle",
     "vcs_per_link": "distinct VCs the entries use, per link kind",
+    "routing.unsafe": "null, or why the variant was chosen to be cyclic (to show deadlock)",
     "queues_per_port": "priority queues a port needs (highest queue index + 1)",
     "max_link_load": "with --traffic: the highest load on one physical directed link (host links and each of "
     "r internal links included), in units of one PE's injection bandwidth",
@@ -172,6 +174,7 @@ def build_report(tables: RoutingTables, totals: Totals, traffic: Traffic | None 
                 kind: {str(vc): name for vc, name in names.items()} for kind, names in tables.vc_names.items()
             },
             "notes": tables.notes,
+            "unsafe": UNSAFE.get(tables.algorithm),
         },
         "paths": totals.paths,
         "hops": hop_statistics(totals),

@@ -9,7 +9,14 @@ from controller.routing.errors import (
     UnknownAlgorithmError,
     UnsupportedTopologyError,
 )
-from controller.routing.registry import ALGORITHMS, algorithms_for, compute_tables, routing_spec
+from controller.routing.registry import (
+    ALGORITHMS,
+    UNSAFE,
+    algorithms_for,
+    compute_tables,
+    routing_help,
+    routing_spec,
+)
 from controller.routing.table import RouteEntry, RoutingTables
 from controller.routing.walker import Path, RouteHop, walk
 
@@ -24,10 +31,12 @@ __all__ = [
     "RoutingError",
     "RoutingLoopError",
     "RoutingTables",
+    "UNSAFE",
     "UnknownAlgorithmError",
     "UnsupportedTopologyError",
     "algorithms_for",
     "compute_tables",
     "routing_spec",
+    "routing_help",
     "walk",
 ]

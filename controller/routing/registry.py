@@ -4,7 +4,9 @@
 >>> compute_tables(torus((3, 3)), "dor").algorithm
 'dor'
 >>> sorted(ALGORITHMS)
-['destro', 'dor', 'dort', 'ts-dor']
+['destro', 'dor', 'dor-no-dateline', 'dort', 'ts-dor']
+>>> algorithms_for("torus")
+['dor']
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 
 from controller.routing.builder import TableSpec
 from controller.routing.destro import destro_spec
-from controller.routing.dor import dor_spec
+from controller.routing.dor import dor_no_dateline_spec, dor_spec
 from controller.routing.dort import dort_spec
 from controller.routing.errors import UnknownAlgorithmError, UnsupportedTopologyError
 from controller.routing.network import CardNetwork
@@ -27,16 +29,34 @@ ALGORITHMS: dict[str, tuple[Callable[[CardNetwork], TableSpec], tuple[str, ...]]
     "dor": (dor_spec, ("torus",)),
     "dort": (dort_spec, ("ndt",)),
     "ts-dor": (tsdor_spec, ("ndt",)),
+    "dor-no-dateline": (dor_no_dateline_spec, ("torus",)),
+}
+
+#: Variants whose channel dependency graph has cycles, on purpose (to show deadlock): name -> why.
+UNSAFE: dict[str, str] = {
+    "dor-no-dateline": "UNSAFE: DOR on one VC without dateline; its rings close dependency cycles (deadlock)",
 }
 
 
-def algorithms_for(family: str) -> list[str]:
-    """Names of the algorithms that route a topology family."""
-    return [name for name, (_, families) in ALGORITHMS.items() if family in families]
+def algorithms_for(family: str, *, include_unsafe: bool = False) -> list[str]:
+    """Names of the algorithms that route a topology family (the unsafe variants only when asked)."""
+    return [
+        name
+        for name, (_, families) in ALGORITHMS.items()
+        if family in families and (include_unsafe or name not in UNSAFE)
+    ]
+
+
+def routing_help() -> str:
+    """One line per algorithm for --help: the families it routes, and UNSAFE variants marked."""
+    return "; ".join(
+        f"{name} ({', '.join(families)})" + (f" [{UNSAFE[name]}]" if name in UNSAFE else "")
+        for name, (_, families) in ALGORITHMS.items()
+    )
 
 
 def compute_tables(topology: Topology, algorithm: str) -> RoutingTables:
-    """Route tables of `algorithm` ("destro", "dor", "dort", "ts-dor") for `topology`."""
+    """Route tables of `algorithm` (a name of ALGORITHMS) for `topology`."""
     return routing_spec(topology, algorithm).build()
 
 
@@ -47,7 +67,7 @@ def routing_spec(topology: Topology, algorithm: str) -> TableSpec:
         raise UnknownAlgorithmError(f"routing must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     builder, families = ALGORITHMS[name]
     if topology.family not in families:
-        fitting = algorithms_for(topology.family)
+        fitting = algorithms_for(topology.family, include_unsafe=True)
         raise UnsupportedTopologyError(
             f"routing {name} does not route a {topology.family!r} topology "
             f"(it routes {', '.join(families)}); "

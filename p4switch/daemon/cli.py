@@ -32,6 +32,17 @@ Target options (after ``--``):
     --queue-rate PPS               initial rate of every port in packets per second (default unlimited)
     --cpu-port N                   port number of the CPU port (packet-in/out over the StreamChannel
                                    when the program's P4Info has packet_in/packet_out headers)
+    --lossless                     IEEE 802.1Qbb priority flow control per priority queue (PFC; see
+                                   p4switch/daemon/pfc.py): pause the sender instead of dropping
+    --pfc-xoff N / --pfc-xon N     held frames per (ingress port, priority) above which the class is
+                                   paused (default 16) / at or below which it is resumed (default 8)
+    --pfc-headroom N               frames accepted above XOFF before a drop (default 96: a receive
+                                   batch and two transmit bursts of a peer not yet paused)
+    --link-bps BPS                 link rate of ports without a packet rate, for pause quanta
+                                   (default 1e8); a port with --queue-rate R is R 84-byte frames/s
+    --pfc-class-field F            ETHERTYPE,GUARD,OFFSET,MASK: where a frame carries its arrival class
+                                   (default: the priority it is queued with)
+    With --lossless, --queue-depth defaults to ports x (XOFF + headroom), which no ingress overruns.
 
 SIGTERM or SIGINT stops the switch cleanly (exit code 0). If the forwarding thread fails, the
 switch stops and exits with code 70, so that a card without a data plane is seen as dead.
@@ -48,6 +59,14 @@ import threading
 from collections.abc import Sequence
 
 from p4switch.daemon.addresses import check_address
+from p4switch.daemon.pfc import (
+    DEFAULT_HEADROOM,
+    DEFAULT_LINK_BPS,
+    DEFAULT_XOFF,
+    DEFAULT_XON,
+    ClassField,
+    PfcSettings,
+)
 from p4switch.daemon.ports import MAX_PORT_NUMBER, parse_port_spec
 from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, MAX_PRIORITY_QUEUES, MAX_QUEUE_DEPTH, check_rate
 from p4switch.daemon.switch import Switch, SwitchOptions
@@ -93,9 +112,15 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     target = argparse.ArgumentParser(prog="twinnet-switch ... --", add_help=True)
     target.add_argument("--grpc-server-addr", default="127.0.0.1:9559")
     target.add_argument("--priority-queues", type=int, default=1)
-    target.add_argument("--queue-depth", type=int, default=DEFAULT_QUEUE_DEPTH)
+    target.add_argument("--queue-depth", type=int, default=None, help=f"default {DEFAULT_QUEUE_DEPTH}")
     target.add_argument("--queue-rate", type=float, default=None)
     target.add_argument("--cpu-port", type=int, default=None)
+    target.add_argument("--lossless", action="store_true")
+    target.add_argument("--pfc-xoff", type=int, default=DEFAULT_XOFF)
+    target.add_argument("--pfc-xon", type=int, default=DEFAULT_XON)
+    target.add_argument("--pfc-headroom", type=int, default=DEFAULT_HEADROOM)
+    target.add_argument("--link-bps", type=float, default=DEFAULT_LINK_BPS)
+    target.add_argument("--pfc-class-field", default=None)
     return main, target
 
 
@@ -109,7 +134,7 @@ def parse_options(argv: Sequence[str]) -> tuple[SwitchOptions, argparse.Namespac
         main_parser.error("give exactly one of PROGRAM.p4 and --no-p4")
     if not 1 <= target.priority_queues <= MAX_PRIORITY_QUEUES:
         target_parser.error(f"--priority-queues must be 1..{MAX_PRIORITY_QUEUES}")
-    if not 1 <= target.queue_depth <= MAX_QUEUE_DEPTH:
+    if target.queue_depth is not None and not 1 <= target.queue_depth <= MAX_QUEUE_DEPTH:
         target_parser.error(f"--queue-depth must be 1..{MAX_QUEUE_DEPTH}")
     try:
         check_rate(target.queue_rate)
@@ -134,6 +159,16 @@ def parse_options(argv: Sequence[str]) -> tuple[SwitchOptions, argparse.Namespac
             main_parser.error("--side-channel takes unix:/path (a TCP side channel is --thrift-port)")
     if not 0 <= args.thrift_port <= 65535:
         main_parser.error(f"--thrift-port must be 0..65535, not {args.thrift_port}")
+    lossless = None
+    if target.lossless:
+        try:
+            field = ClassField.parse(target.pfc_class_field) if target.pfc_class_field else None
+            lossless = PfcSettings(
+                target.pfc_xoff, target.pfc_xon, target.pfc_headroom, target.link_bps, field
+            )
+            lossless.check()
+        except ValueError as error:
+            target_parser.error(str(error))
     try:
         interfaces = [parse_port_spec(spec) for spec in args.interface]
     except ValueError as error:
@@ -154,6 +189,7 @@ def parse_options(argv: Sequence[str]) -> tuple[SwitchOptions, argparse.Namespac
         queue_rate_pps=target.queue_rate,
         cpu_port=target.cpu_port,
         pcap_dir=args.pcap,
+        lossless=lossless,
     )
     return options, args
 

@@ -15,6 +15,11 @@ most one batch). One loop iteration:
    A packet for an idle port without a rate limit goes through egress at once (depths 0),
    as it would leave an empty queue at once.
 
+In lossless mode (``pfc`` given, p4switch.daemon.pfc) every frame takes the general path:
+PFC frames are consumed before the pipeline, queued frames are counted per (ingress
+port, class), paused (egress port, priority) queues are skipped, and the loop also wakes
+for the next pause expiry or renewal.
+
 Keeping it in one thread avoids hand-offs between threads on the hot path (Python's
 GIL makes them expensive); rate-limited ports make the loop sleep exactly until the
 next departure.
@@ -28,9 +33,10 @@ import select
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from p4switch.daemon.pfc import NOMINAL_FRAME_BITS, PfcSettings, PfcState, interface_mac
 from p4switch.daemon.ports import (
     ANCILLARY_BYTES,
     MAX_FRAME_BYTES,
@@ -40,7 +46,7 @@ from p4switch.daemon.ports import (
     with_vlan_tag,
 )
 from p4switch.daemon.program import PipelineSlot
-from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, PortQueues
+from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, PortQueues, QueuedPacket
 from p4switch.runtime.pipeline import IngressResult, stage_error
 
 log = logging.getLogger("twinnet.switch.dataplane")
@@ -53,6 +59,9 @@ CONTROL_YIELD_SECONDS = 0.0002
 #: loop's heartbeat (``DataPlane.last_beat``) should stay fresh while idle
 MAX_POLL_MS = 250
 MSG_TRUNC = 0x20
+#: Lossless mode: frames a port sends per loop iteration, so that a pause received is acted on
+#: after at most this many more frames even on a port without a rate limit (PFC headroom).
+PFC_TX_BURST = 16
 
 
 class DataPlaneCounters:
@@ -103,6 +112,15 @@ class FusedPathHooks:
         self.dataplane._enqueue(result, timestamp_us)
 
 
+def held_from(queue: Iterable[QueuedPacket]) -> list[list[int]]:
+    """[ingress port, arrival class, frames] of what waits in one queue (lossless accounting)."""
+    counts: dict[tuple[int, int], int] = {}
+    for item in list(queue):  # list() copies under the GIL: the data plane thread may be appending
+        key = (item.ingress, item.arrival_class)
+        counts[key] = counts.get(key, 0) + 1
+    return [[port, cls, count] for (port, cls), count in sorted(counts.items())]
+
+
 class DataPlane:
     """Ports, their priority queues and the forwarding thread."""
 
@@ -115,6 +133,7 @@ class DataPlane:
         cpu_port: int | None = None,
         packet_in: Callable[[bytes], None] | None = None,
         on_failure: Callable[[str], None] | None = None,
+        pfc: PfcSettings | None = None,
     ) -> None:
         self.on_failure = on_failure
         #: why the forwarding thread ended, if it ended other than by ``stop()``
@@ -129,6 +148,17 @@ class DataPlane:
             self.queues[cpu_port] = PortQueues(cpu_port, priority_count, queue_depth)
         self.counters = DataPlaneCounters()
         self.hooks = FusedPathHooks(self)
+        self.pfc: PfcState | None = None
+        self._rx_port = -1
+        self._rx_frame = b""
+        if pfc is not None:
+            self.pfc = PfcState(
+                pfc,
+                {number: interface_mac(port.interface) for number, port in self.ports.items()},
+                self._send_control,
+                self._link_bps,
+            )
+            self._admit = self._admit_lossless  # type: ignore[method-assign]
         self._injected: deque[bytes] = deque()
         self._active: set[int] = set()
         self._stopping = False
@@ -191,16 +221,30 @@ class DataPlane:
 
     def snapshot(self) -> dict[str, Any]:
         ports = []
+        now = time.monotonic()
         for number in sorted(self.queues):
             entry = self.queues[number].snapshot()
             port = self.ports.get(number)
             entry.update(port.snapshot() if port is not None else {"interface": "cpu"})
+            if self.pfc is not None:
+                entry["pfc"] = self.pfc.snapshot(number, now)
+                for row, queue in zip(entry["queues"], self.queues[number].queues, strict=True):
+                    row["held_from"] = held_from(queue)
             ports.append(entry)
-        return {
+        answer: dict[str, Any] = {
             "ports": ports,
             "counters": self.counters.snapshot(),
             "dataplane": self.health(),
         }
+        if self.pfc is not None:
+            settings = self.pfc.settings
+            answer["lossless"] = {
+                "xoff_frames": settings.xoff,
+                "xon_frames": settings.xon,
+                "headroom_frames": settings.headroom,
+                "link_bps_unlimited_ports": settings.link_bps,
+            }
+        return answer
 
     def health(self) -> dict[str, Any]:
         """Whether the forwarding loop runs, why it stopped, and the age of its heartbeat (s)."""
@@ -209,6 +253,37 @@ class DataPlane:
             "failure": self.failure,
             "beat_age_s": None if self._thread is None else round(time.monotonic() - self.last_beat, 3),
         }
+
+    # ----- lossless (PFC) hooks ------------------------------------------------------------------
+    def _send_control(self, number: int, frame: bytes) -> None:
+        port = self.ports.get(number)
+        if port is not None and port.sock is not None:
+            port.send(frame)
+
+    def _link_bps(self, number: int) -> float:
+        """A port's link rate for PFC quanta: its packet rate in nominal frames, else the unlimited rate."""
+        rate = self.queues[number].rate_pps
+        return rate * NOMINAL_FRAME_BITS if rate else self.pfc.settings.link_bps
+
+    def _admit_lossless(self, egress_port: int, priority: int) -> bool:
+        """``_admit``, and the (egress port, priority) is not paused by the peer."""
+        if self.pfc.paused_masks.get(egress_port, 0) >> priority & 1:
+            return False
+        return DataPlane._admit(self, egress_port, priority)
+
+    def _receive_lossless(self, port: Port, pipeline: Any) -> None:
+        """A batch of frames: PFC frames acted on and consumed, the others through ``_ingress``."""
+        number = port.number
+        pfc = self.pfc
+        now = time.monotonic()
+        pcap = port.pcap_in
+        for frame, _ in self._receive_batch(port):
+            if pcap is not None:
+                pcap.write(frame)
+            if pfc.receive(number, frame, now):
+                continue
+            self._rx_port, self._rx_frame = number, frame
+            self._ingress(pipeline, frame, number)
 
     # ----- the loop --------------------------------------------------------------------------
     def _now_us(self) -> int:
@@ -245,6 +320,8 @@ class DataPlane:
                 continue
             with slot.lock:
                 pipeline = slot.pipeline
+                if self.pfc is not None:
+                    self.pfc.tick(time.monotonic())
                 if slot.generation != self._generation:
                     self._flush_queues()
                     self._generation = slot.generation
@@ -262,10 +339,25 @@ class DataPlane:
                 time.sleep(CONTROL_YIELD_SECONDS)  # let a P4Runtime call take the lock before the next batch
 
     def _timeout_ms(self) -> int:
-        if not self._active:
-            return MAX_POLL_MS
+        pfc = self.pfc
+        if pfc is None:
+            if not self._active:
+                return MAX_POLL_MS
+            now = time.monotonic()
+            wait = min((self.queues[number].wait_time(now) or 0.0) for number in self._active)
+            return min(MAX_POLL_MS, int(wait * 1000) + (1 if wait > 0 else 0))
         now = time.monotonic()
-        wait = min((self.queues[number].wait_time(now) or 0.0) for number in self._active)
+        waits = [
+            self.queues[number].wait_time(now) or 0.0
+            for number in self._active
+            if self.queues[number].sendable(pfc.paused_masks.get(number, 0))
+        ]
+        deadline = pfc.next_deadline()
+        if deadline is not None:
+            waits.append(max(0.0, deadline - now))
+        if not waits:
+            return MAX_POLL_MS
+        wait = min(waits)
         return min(MAX_POLL_MS, int(wait * 1000) + (1 if wait > 0 else 0))
 
     def _drain_wake(self) -> None:
@@ -280,15 +372,20 @@ class DataPlane:
             while queues.dequeue() is not None:
                 self.counters.flushed_on_reconfig += 1
         self._active.clear()
+        if self.pfc is not None:
+            self.pfc.reset_held()
 
     def _receive(self, port: Port, pipeline: Any) -> None:
         """Up to RX_BATCH frames from one port, each through ingress and on to its egress port.
 
         The common case (the kernel drops our own outgoing copies, no pcap, a language-core
-        pipeline loaded) takes ``_receive_fused``; anything else (including a pipeline
-        without a fused driver, such as the tests' stand-in) the general loop below, which
-        hands every frame to ``_ingress``.
+        pipeline loaded) takes ``_receive_fused``; lossless mode ``_receive_lossless``;
+        anything else (including a pipeline without a fused driver, such as the tests'
+        stand-in) the general loop below, which hands every frame to ``_ingress``.
         """
+        if self.pfc is not None and port.ignores_outgoing:
+            self._receive_lossless(port, pipeline)
+            return
         if port.ignores_outgoing and port.pcap_in is None and pipeline is not None:
             fused_entry_point = getattr(pipeline, "fused_entry_point", None)
             if fused_entry_point is not None:
@@ -316,6 +413,10 @@ class DataPlane:
                 frame = with_vlan_tag(frame, ancillary[0][2])
             if pcap is not None:
                 pcap.write(frame)
+            if self.pfc is not None:
+                if self.pfc.receive(number, frame, time.monotonic()):
+                    continue
+                self._rx_port, self._rx_frame = number, frame
             self._ingress(pipeline, frame, number)
 
     def _receive_batch(self, port: Port) -> list[tuple[bytes, int]]:
@@ -390,8 +491,20 @@ class DataPlane:
         queues = self.queues.get(result.egress_spec)
         if queues is None:
             self.counters.unknown_port_drops += 1
-        elif queues.enqueue(result.priority, result, now_us):
+            return
+        pfc = self.pfc
+        if pfc is None:
+            if queues.enqueue(result.priority, result, now_us):
+                self._active.add(queues.port)
+            return
+        ingress = self._rx_port
+        field = pfc.settings.class_field
+        arrival_class = field.read(self._rx_frame) if field is not None else result.priority
+        if not pfc.may_hold(ingress, arrival_class):
+            return
+        if queues.enqueue(result.priority, result, now_us, ingress, arrival_class):
             self._active.add(queues.port)
+            pfc.hold(ingress, arrival_class, time.monotonic())
 
     def _admit(self, egress_port: int, priority: int) -> bool:
         """Whether a packet for this port and priority leaves at once (idle, unlimited port): counted.
@@ -447,7 +560,9 @@ class DataPlane:
 
     def _receive_injected(self, pipeline: Any) -> None:
         while self._injected:
-            self._ingress(pipeline, self._injected.popleft(), self.cpu_port)
+            frame = self._injected.popleft()
+            self._rx_port, self._rx_frame = -1, frame
+            self._ingress(pipeline, frame, self.cpu_port)
 
     def _ingress(self, pipeline: Any, frame: bytes, port_number: int) -> None:
         counters = self.counters
@@ -500,11 +615,19 @@ class DataPlane:
     def _transmit(self, pipeline: Any) -> None:
         now = time.monotonic()
         now_us = self._now_us()
+        pfc = self.pfc
         for number in list(self._active):
             queues = self.queues[number]
-            while queues.backlog and queues.may_send(now):
-                item = queues.dequeue()
+            paused = pfc.paused_masks.get(number, 0) if pfc is not None else 0
+            budget = PFC_TX_BURST if pfc is not None else -1
+            while queues.backlog and queues.may_send(now) and budget:
+                budget -= 1
+                item = queues.dequeue(paused)
+                if item is None:
+                    break
                 queues.charge_one(now)
+                if pfc is not None:
+                    pfc.release(item.ingress, item.arrival_class)
                 self._egress_and_send(
                     pipeline,
                     number,

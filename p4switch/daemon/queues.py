@@ -65,6 +65,8 @@ class QueuedPacket:
     state: Any
     enq_qdepth: int
     enq_time_us: int
+    ingress: int = -1
+    arrival_class: int = 0
 
 
 @dataclass
@@ -94,8 +96,13 @@ class PortQueues:
         self.queues = [deque() for _ in range(self.priority_count)]
         self.counters = [QueueCounters() for _ in range(self.priority_count)]
 
-    def enqueue(self, priority: int, state: Any, now_us: int) -> bool:
-        """Queue one packet; False (and counted) when dropped for a full queue or bad priority."""
+    def enqueue(
+        self, priority: int, state: Any, now_us: int, ingress: int = -1, arrival_class: int = 0
+    ) -> bool:
+        """Queue one packet; False (and counted) when dropped for a full queue or bad priority.
+
+        ``ingress`` and ``arrival_class`` are kept for lossless accounting (p4switch.daemon.pfc).
+        """
         if priority >= self.priority_count or priority < 0:
             self.out_of_range_drops += 1
             return False
@@ -104,22 +111,29 @@ class PortQueues:
         if len(queue) >= self.depth:
             counters.tail_drops += 1
             return False
-        queue.append(QueuedPacket(state, self.backlog, now_us))
+        queue.append(QueuedPacket(state, self.backlog, now_us, ingress, arrival_class))
         self.backlog += 1
         counters.enqueued += 1
         return True
 
-    def dequeue(self) -> QueuedPacket | None:
-        """Take the next packet in strict priority order (highest priority value first)."""
+    def dequeue(self, paused: int = 0) -> QueuedPacket | None:
+        """Take the next packet in strict priority order (highest priority value first).
+
+        ``paused`` is a bit mask of priorities not to serve (PFC); None if nothing may go.
+        """
         if not self.backlog:
             return None
         for priority in range(self.priority_count - 1, -1, -1):
             queue = self.queues[priority]
-            if queue:
+            if queue and not paused >> priority & 1:
                 self.backlog -= 1
                 self.counters[priority].dequeued += 1
                 return queue.popleft()
-        return None  # pragma: no cover - backlog and queues disagree only on a bug
+        return None
+
+    def sendable(self, paused: int) -> bool:
+        """Whether some queue with packets is not paused (``paused``: bit mask of priorities)."""
+        return any(queue and not paused >> priority & 1 for priority, queue in enumerate(self.queues))
 
     def may_send(self, now: float) -> bool:
         """Whether the rate limit lets one packet go at time ``now`` (seconds, monotonic)."""

@@ -14,6 +14,12 @@ answers one JSON object per line:
             ...], "counters": {"malformed": .., "parser_errors": .., "packet_errors": .., "ingress_drops": ..,
             "egress_drops": .., "no_pipeline_drops": .., "unknown_port_drops": .., "flushed_on_reconfig": ..},
             "dataplane": {"alive": true, "failure": null, "beat_age_s": 0.01}}
+        with --lossless also, per port, "pfc": [{"priority": p, "pause_frames_sent": ..,
+            "resume_frames_sent": ..,
+            "pause_frames_received": .., "resume_frames_received": .., "paused_s": .., "paused": bool,
+            "held": .., "pausing_peer": bool, "headroom_drops": ..}, ...] (sent and held: as ingress port;
+            received and paused: as egress port), and "lossless": {"xoff_frames": .., "xon_frames": ..,
+            "headroom_frames": .., "link_bps_unlimited_ports": ..}
     {"cmd": "health"} -> {"ok": true, "alive": true, "failure": null, "beat_age_s": 0.01}
     {"cmd": "set_queue_rate", "rate_pps": 1000, "port": 2}   # port omitted: all ports;
                                      # rate null/0: unlimited, else 1e-3..1e9 (other values are refused)

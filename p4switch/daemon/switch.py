@@ -13,6 +13,7 @@ from p4.v1 import p4runtime_pb2
 
 from p4switch.daemon.addresses import UNIX_PREFIX
 from p4switch.daemon.dataplane import DataPlane
+from p4switch.daemon.pfc import PfcSettings
 from p4switch.daemon.ports import Port
 from p4switch.daemon.program import (
     CompileFunction,
@@ -42,10 +43,19 @@ class SwitchOptions:
     #: ``unix:/path`` of the side channel; when given it replaces ``control_port`` (TCP on loopback)
     control_address: str | None = None
     priority_queues: int = 1
-    queue_depth: int = DEFAULT_QUEUE_DEPTH
+    queue_depth: int | None = None
     queue_rate_pps: float | None = None
     cpu_port: int | None = None
     pcap_dir: str | None = None
+    lossless: PfcSettings | None = None
+
+    def effective_queue_depth(self) -> int:
+        """The queue depth given; else bmv2's 64, or in lossless mode one no ingress can overrun."""
+        if self.queue_depth is not None:
+            return self.queue_depth
+        if self.lossless is not None:
+            return self.lossless.queue_depth(len(self.interfaces))
+        return DEFAULT_QUEUE_DEPTH
 
 
 class PacketIoBridge:
@@ -113,10 +123,11 @@ class Switch:
             self.ports,
             self.slot,
             options.priority_queues,
-            options.queue_depth,
+            options.effective_queue_depth(),
             cpu_port=options.cpu_port,
             packet_in=bridge.packet_in if bridge else None,
             on_failure=self._dataplane_failed,
+            pfc=options.lossless,
         )
         #: set when the forwarding thread fails: the daemon then exits (a card without a data plane is dead)
         self.failed = threading.Event()

@@ -103,7 +103,7 @@ def test_command_line_takes_simple_switch_grpc_form() -> None:
         9090,
         1,
     )
-    assert (defaults.queue_depth, defaults.queue_rate_pps) == (64, None)
+    assert (defaults.effective_queue_depth(), defaults.queue_rate_pps) == (64, None)
 
 
 @pytest.mark.parametrize(
@@ -119,4 +119,48 @@ def test_command_line_takes_simple_switch_grpc_form() -> None:
 def test_command_line_rejects_bad_options(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         parse_options(argv)
+    assert exit_info.value.code == 2
+
+
+def test_lossless_options_and_their_defaults() -> None:
+    from p4switch.daemon.pfc import DEFAULT_HEADROOM, DEFAULT_XOFF, ClassField
+
+    lossy, _ = parse_options(["--no-p4", "-i", "1@a", "-i", "2@b"])
+    assert lossy.lossless is None
+    options, _ = parse_options(
+        ["--no-p4", "-i", "1@a", "-i", "2@b", "--", "--lossless", "--pfc-class-field", "0x88b5,20,40,0x0f"]
+    )
+    assert options.lossless.class_field == ClassField(0x88B5, 20, 40, 0x0F)
+    assert options.effective_queue_depth() == 2 * (DEFAULT_XOFF + DEFAULT_HEADROOM)
+    tuned, _ = parse_options(
+        [
+            "--no-p4",
+            "--",
+            "--lossless",
+            "--pfc-xoff",
+            "10",
+            "--pfc-xon",
+            "3",
+            "--pfc-headroom",
+            "5",
+            "--queue-depth",
+            "7",
+        ]
+    )
+    assert (tuned.lossless.xoff, tuned.lossless.xon, tuned.lossless.headroom) == (10, 3, 5)
+    assert tuned.effective_queue_depth() == 7
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        ["--lossless", "--pfc-xon", "16", "--pfc-xoff", "16"],
+        ["--lossless", "--pfc-headroom", "0"],
+        ["--lossless", "--link-bps", "0"],
+        ["--lossless", "--pfc-class-field", "88b5"],
+    ],
+)
+def test_bad_lossless_options_are_refused(target: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parse_options(["--no-p4", "--", *target])
     assert exit_info.value.code == 2

@@ -113,3 +113,15 @@ def test_stamped_frames_decode_with_the_packet_layout() -> None:
     assert header.trace_count == 0 and header.rclass == 0
     with pytest.raises(ValueError):
         probe_frame(3, 9, 20)
+
+
+def test_losses_no_counter_explains_are_stuck_when_a_deadlock_stopped_the_run(tables) -> None:
+    pairs = [(3, 12), (3, 12), (5, 1)]
+    first = card_on_path(tables, 3, 12, 0)
+    accounting = account(
+        lost_results(tables, pairs), tables, {}, {first: 1}, [], "embedded", stopped_by_deadlock=True
+    )
+    assert accounting.causes == {
+        f"queue overflow at {first}": 1,
+        "in deadlocked queues when the run stopped": 2,
+    }

@@ -57,10 +57,13 @@ def test_defaults_follow_the_pattern(fattree) -> None:
         ({"routing": "dort"}, "does not route a 'twin-fattree'"),
         ({"kill": ("c99", 1.0)}, "no card 'c99'"),
         ({"target": "bmv2"}, "target bmv2 cannot run here"),
+        ({"target": "bmv2", "lossless": True}, "--lossless: bmv2 has no PFC"),
+        ({"lossless": True, "link_rate": 0}, "--link-rate must be a positive"),
+        ({"lossless": True, "deadlock_after": -1}, "--deadlock-after must be a positive"),
     ],
 )
 def test_bad_input_is_refused_before_anything_starts(fattree, settings, message) -> None:
-    if settings.get("target") == "bmv2":
+    if settings.get("target") == "bmv2" and not settings.get("lossless"):
         from emulation.switches import BMv2Switch
 
         if BMv2Switch.missing() is None:

@@ -85,3 +85,26 @@ def test_unmirrored_ts_dor_rules_are_cyclic_where_the_contracts_say(dims, cyclic
     crossing = np.isin(tables.use, [USE_CODE["inject"], USE_CODE["eject"]])
     report = check_deadlock(AllPairs(with_vcs(tables, np.where(crossing, 1 - tables.vc, tables.vc))))
     assert report.deadlock_free is not cyclic
+
+
+@pytest.mark.parametrize("dims", [(5,), (4, 3)])
+def test_dor_no_dateline_is_dor_on_one_vc_and_cyclic(dims):
+    safe = compute_tables(torus(dims), "dor")
+    unsafe = compute_tables(torus(dims), "dor-no-dateline")
+    assert unsafe.algorithm == "dor-no-dateline" and len(unsafe) == len(safe)
+    assert np.array_equal(unsafe.egress_port, safe.egress_port) and not unsafe.vc.any()
+    report = check_deadlock(AllPairs(unsafe))
+    assert_real_cycle(report, unsafe)
+    assert {channel.queue for channel in report.cycle} == {0}
+
+
+def test_unsafe_variants_are_marked_and_never_a_default():
+    from controller.analysis.report import analyze
+    from controller.routing import UNSAFE, algorithms_for, routing_help
+
+    assert "dor-no-dateline" in UNSAFE and "dor-no-dateline" not in algorithms_for("torus")
+    assert algorithms_for("torus", include_unsafe=True) == ["dor", "dor-no-dateline"]
+    assert "dor-no-dateline (torus) [UNSAFE" in routing_help()
+    report = analyze(compute_tables(torus((4,)), "dor-no-dateline"))
+    assert report["routing"]["unsafe"].startswith("UNSAFE") and not report["deadlock_free"]
+    assert analyze(compute_tables(torus((4,)), "dor"))["routing"]["unsafe"] is None
