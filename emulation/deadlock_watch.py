@@ -98,9 +98,10 @@ def find_cycle(edges: Mapping[ChannelKey, list[ChannelKey]]) -> list[ChannelKey]
 def model_dependencies(pairs: AllPairs) -> set[tuple[ChannelKey, ChannelKey]]:
     """The channel dependency graph of the tables as ((card, port, queue), (card, port, queue)) pairs."""
     edges = dependencies(pairs)
+    net, queues = pairs.tables.network, pairs.tables.queues_per_port()
     named = {}
     for channel in np.unique(edges).tolist():
-        described = describe_channel(pairs, channel)
+        described = describe_channel(net, pairs.width, queues, channel)
         named[channel] = (described.card, described.port, described.queue)
     return {(named[a], named[b]) for a, b in edges.tolist()}
 

@@ -25,6 +25,7 @@ from controller.routing.errors import (
     RoutingLoopError,
 )
 from controller.routing.network import EXTERNAL, HOST, INTERNAL
+from controller.routing.registry import UNSAFE
 from controller.routing.table import USE_CODE, USES, RoutingTables
 from controller.routing.walker import walk
 
@@ -394,6 +395,7 @@ UNITS: dict[str, str] = {
     "deadlock_free": "the channel dependency graph of all paths (channels = (directed card-to-card link, "
     "queue)) has no cycle",
     "vcs_per_link": "distinct VCs the entries use, per link kind",
+    "routing.unsafe": "null, or why the variant was chosen to be cyclic (to show deadlock)",
     "queues_per_port": "priority queues a port needs (highest queue index + 1)",
     "max_link_load": "with --traffic: the highest load on one physical directed link (host links and each of "
     "r internal links included), in units of one PE's injection bandwidth",
@@ -529,6 +531,7 @@ def analyze(tables: RoutingTables, traffic: Traffic | None = None) -> dict[str, 
                 kind: {str(vc): name for vc, name in names.items()} for kind, names in tables.vc_names.items()
             },
             "notes": tables.notes,
+            "unsafe": UNSAFE.get(tables.algorithm),
         },
         "paths": pairs.num_paths,
         "hops": hop_statistics(pairs),
