@@ -25,7 +25,10 @@ pytestmark = pytest.mark.root
 
 REPO = Path(__file__).resolve().parents[2]
 CHILD = """
-import os, sys, time
+import os, signal, sys, time
+# Ctrl-C raises KeyboardInterrupt, as in a terminal, even if this test runs where SIGINT is
+# ignored (a background job of a non-interactive shell passes SIG_IGN on to its children)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {tests!r})
 from emulation.network import build_network
 from topologies.build import build_topology

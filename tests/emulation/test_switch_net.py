@@ -19,6 +19,8 @@ import time
 
 import pytest
 
+from emulation.links import prepare_root_interfaces
+
 CLONE_NEWNET = 0x40000000
 ETH_P_ALL = 0x0003
 TEST_ETHERTYPE = 0x88B6
@@ -61,7 +63,7 @@ class Lab:
         self.root_interfaces.append(switch_end)
         run("ip", "link", "set", host_end, "netns", namespace)
         run("ip", "netns", "exec", namespace, "ip", "link", "set", host_end, "name", "eth0")
-        self._quiet_up(switch_end)
+        prepare_root_interfaces([switch_end])  # as twinnet's links: IPv6 and offloads off, up
         self._quiet_up("eth0", namespace)
         return switch_end, namespace
 
@@ -70,8 +72,7 @@ class Lab:
         a, b = self._name(suffix_a), self._name(suffix_b)
         run("ip", "link", "add", a, "type", "veth", "peer", "name", b)
         self.root_interfaces.append(a)
-        self._quiet_up(a)
-        self._quiet_up(b)
+        prepare_root_interfaces([a, b])  # as twinnet's links: IPv6 and offloads off, up
         return a, b
 
     def close(self) -> None:
