@@ -381,16 +381,7 @@ class PipelineEntities:
             else [self.index.counter(request.counter_id)]
         )
         for counter in counters:
-            if request.HasField("index"):
-                if not 0 <= request.index.index < counter.size:
-                    raise P4RuntimeError(
-                        code_pb2.OUT_OF_RANGE,
-                        f"{counter.name}: index {request.index.index} out of 0..{counter.size - 1}",
-                    )
-                indices = [request.index.index]
-            else:
-                indices = range(counter.size)
-            for index in indices:
+            for index in _requested_indices(request, counter):
                 packets, byte_count = self.pipeline.counter_read(counter.name, index)
                 entity = p4runtime_pb2.Entity()
                 entity.counter_entry.counter_id = counter.id
@@ -406,16 +397,7 @@ class PipelineEntities:
             else [self.index.register(request.register_id)]
         )
         for register in registers:
-            if request.HasField("index"):
-                if not 0 <= request.index.index < register.size:
-                    raise P4RuntimeError(
-                        code_pb2.OUT_OF_RANGE,
-                        f"{register.name}: index {request.index.index} out of 0..{register.size - 1}",
-                    )
-                indices = [request.index.index]
-            else:
-                indices = range(register.size)
-            for index in indices:
+            for index in _requested_indices(request, register):
                 entity = p4runtime_pb2.Entity()
                 entity.register_entry.register_id = register.id
                 entity.register_entry.index.index = index
@@ -423,3 +405,15 @@ class PipelineEntities:
                     self.pipeline.register_read(register.name, index)
                 )
                 yield entity
+
+
+def _requested_indices(request: Any, indexed: Any) -> range:
+    """The cells a counter or register read asks for: its one index (OUT_OF_RANGE if past the
+    array's ``size``), or every cell when the request names none."""
+    if not request.HasField("index"):
+        return range(indexed.size)
+    index = request.index.index
+    if not 0 <= index < indexed.size:
+        message = f"{indexed.name}: index {index} out of 0..{indexed.size - 1}"
+        raise P4RuntimeError(code_pb2.OUT_OF_RANGE, message)
+    return range(index, index + 1)

@@ -30,6 +30,7 @@ from test_switch_standin import (
     stand_in_p4info,
 )
 
+from p4switch.daemon.pfc import PfcSettings
 from p4switch.daemon.side_channel import request
 from p4switch.daemon.switch import Switch, SwitchOptions
 from p4switch.p4runtime.client import P4RuntimeClient, table_entry, update
@@ -40,10 +41,15 @@ pytestmark = pytest.mark.root
 def start_switch(
     interfaces: list[tuple[int, str]],
     priority_queues: int = 8,
-    queue_depth: int = 64,
+    queue_depth: int | None = 64,
     device_id: int = 0,
     pcap_dir: str | None = None,
+    lossless: PfcSettings | None = None,
 ) -> tuple[Switch, P4RuntimeClient]:
+    """A switch on `interfaces` running the stand-in pipeline, and its arbitrated client.
+
+    ``queue_depth=None`` leaves the depth to the switch (in lossless mode, one no ingress overruns).
+    """
     options = SwitchOptions(
         device_id=device_id,
         interfaces=interfaces,
@@ -52,6 +58,7 @@ def start_switch(
         priority_queues=priority_queues,
         queue_depth=queue_depth,
         pcap_dir=pcap_dir,
+        lossless=lossless,
     )
     switch = Switch(options, compile_function=stand_in_compile)
     switch.start()
@@ -74,8 +81,8 @@ def install_route(client: P4RuntimeClient, in_port: int, dst: int, out_port: int
 class Line:
     """h1 -- s1 -- s2 -- h2, or h1 -- s1 -- h2 with ``switches=1``."""
 
-    def __init__(self, switches: int, **switch_options) -> None:
-        self.lab = Lab("d")
+    def __init__(self, switches: int, lab_tag: str = "d", **switch_options) -> None:
+        self.lab = Lab(lab_tag)
         self.switches: list[tuple[Switch, P4RuntimeClient]] = []
         try:
             s1_host, h1 = self.lab.host_link("s1p1", "a")

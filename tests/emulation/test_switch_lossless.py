@@ -14,15 +14,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from google.rpc import code_pb2
-from test_switch_dataplane import install_route
-from test_switch_net import Lab, drain, frame, host_socket, receive
-from test_switch_standin import SOURCE, stand_in_compile, stand_in_p4info
+from test_switch_dataplane import Line, install_route
+from test_switch_net import drain, frame, receive
 
 from p4switch.daemon.pfc import PfcSettings, parse_pfc, pfc_frame
 from p4switch.daemon.side_channel import request
-from p4switch.daemon.switch import Switch, SwitchOptions
-from p4switch.p4runtime.client import P4RuntimeClient
 
 pytestmark = pytest.mark.root
 
@@ -31,59 +27,15 @@ FRAMES = 300
 SEND_PPS = 1000.0
 
 
-def start(
-    interfaces: list[tuple[int, str]], device_id: int, lossless: bool
-) -> tuple[Switch, P4RuntimeClient]:
-    options = SwitchOptions(
-        device_id=device_id,
-        interfaces=interfaces,
-        grpc_address="127.0.0.1:0",
-        control_port=0,
-        priority_queues=8,
-        lossless=PfcSettings() if lossless else None,
-    )
-    switch = Switch(options, compile_function=stand_in_compile)
-    switch.start()
-    client = P4RuntimeClient(f"127.0.0.1:{switch.grpc_port}", device_id, (0, 1))
-    assert client.arbitrate().status.code == code_pb2.OK
-    client.set_pipeline(stand_in_p4info(), SOURCE.encode())
-    return switch, client
-
-
-class Net:
-    """h1 -- s1 -- s2 -- h2 (``switches=2``) or h1 -- s1 -- h2."""
+class Net(Line):
+    """test_switch_dataplane's line of switches, lossless or not."""
 
     def __init__(self, switches: int, lossless: bool) -> None:
-        self.lab = Lab("p")
-        self.switches: list[tuple[Switch, P4RuntimeClient]] = []
-        try:
-            s1_host, h1 = self.lab.host_link("s1p1", "a")
-            if switches == 2:
-                s1_s2, s2_s1 = self.lab.switch_link("s1p2", "s2p1")
-                s2_host, h2 = self.lab.host_link("s2p2", "b")
-                self.switches.append(start([(1, s1_host), (2, s1_s2)], 0, lossless))
-                self.switches.append(start([(1, s2_s1), (2, s2_host)], 1, lossless))
-            else:
-                s1_h2, h2 = self.lab.host_link("s1p2", "b")
-                self.switches.append(start([(1, s1_host), (2, s1_h2)], 0, lossless))
-            self.h1, self.h2 = host_socket(h1), host_socket(h2)
-        except BaseException:
-            self.close()
-            raise
+        settings = PfcSettings() if lossless else None
+        super().__init__(switches, lab_tag="p", queue_depth=None, lossless=settings)
 
     def stats(self, index: int) -> dict:
-        answer = request(self.switches[index][0].control.port, {"cmd": "stats"})
-        assert answer["ok"], answer
-        return answer
-
-    def close(self) -> None:
-        for switch, client in self.switches:
-            client.close()
-            switch.stop()
-        for name in ("h1", "h2"):
-            if hasattr(self, name):
-                getattr(self, name).close()
-        self.lab.close()
+        return self.side(index, {"cmd": "stats"})
 
 
 @pytest.fixture(params=[False, True], ids=["lossy", "lossless"])
