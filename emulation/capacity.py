@@ -1,13 +1,15 @@
 """Will a network fit in this machine's memory? An estimate made before anything starts.
 
-    need = cards x (switch process RSS + the card's Mininet shell)
+    need = cards x (switch memory per card + the card's Mininet shell)
+         + switch processes x (what a switch process costs before its cards)
          + hosts x (namespace shell + namespace kernel state)
          + links x (veth pair kernel state)
          + the builder itself
 
-The switch RSS comes from the switch class (``estimated_rss_mb``: bmv2 ~64 MB,
-the embedded target as measured by scripts/bench_bringup.py). The network is
-refused when `need` exceeds :data:`USABLE_FRACTION` of MemAvailable.
+The switch figures come from the switch class (:meth:`P4CardSwitch.memory_plan`: bmv2 ~64 MB
+a process per card; the embedded target sharing processes as measured by
+scripts/bench_bringup.py). The network is refused when `need` exceeds
+:data:`USABLE_FRACTION` of MemAvailable.
 """
 
 from __future__ import annotations
@@ -32,6 +34,15 @@ USABLE_FRACTION = 0.8
 
 class CapacityError(TwinnetError, RuntimeError):
     """The network would not fit in this machine's memory."""
+
+
+@dataclass(frozen=True)
+class SwitchMemory:
+    """What the switch processes of a network cost: per card, and per process beyond its cards (MB)."""
+
+    card_mb: float
+    process_mb: float = 0.0
+    processes: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,10 +78,11 @@ def available_memory_mb() -> float:
 
 
 def estimate_memory(
-    topology: Topology, card_rss_mb: float, available_mb: float | None = None
+    topology: Topology, switches: SwitchMemory, available_mb: float | None = None
 ) -> MemoryEstimate:
     return MemoryEstimate(
-        cards_mb=len(topology.cards) * (card_rss_mb + NODE_SHELL_MB),
+        cards_mb=len(topology.cards) * (switches.card_mb + NODE_SHELL_MB)
+        + switches.processes * switches.process_mb,
         hosts_mb=len(topology.hosts) * (NODE_SHELL_MB + NAMESPACE_MB),
         links_mb=len(topology.links) * VETH_PAIR_MB,
         builder_mb=BUILDER_MB,
@@ -78,9 +90,9 @@ def estimate_memory(
     )
 
 
-def check_memory(topology: Topology, card_rss_mb: float, target: str) -> MemoryEstimate:
+def check_memory(topology: Topology, switches: SwitchMemory, target: str) -> MemoryEstimate:
     """The estimate, or CapacityError with the figures if the network would not fit."""
-    estimate = estimate_memory(topology, card_rss_mb)
+    estimate = estimate_memory(topology, switches)
     if not estimate.fits:
         counts = topology.counts()
         raise CapacityError(

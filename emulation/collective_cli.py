@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from emulation.run_settings import SWITCH_PROCESSES_OPTION
 from topologies.build import add_topology_arguments, topology_from_args
 
 
@@ -39,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--size", type=int, default=64, metavar="BYTES", help="frame size (64)")
     group.add_argument("--cpu-capacity", type=float, metavar="VISITS", help="card visits/s per core")
     group.add_argument("--target", choices=("auto", "bmv2", "embedded"), default="auto")
+    group.add_argument("--switch-processes", **SWITCH_PROCESSES_OPTION)
     group.add_argument(
         "--out", type=Path, metavar="DIR", help="output folder (default /tmp/twinnet/collective)"
     )
@@ -77,7 +79,10 @@ def main(args: argparse.Namespace) -> int:
     results = []
     try:
         with build_network(
-            topology, target=plan.switch_class.target_name, progress=stderr_progress
+            topology,
+            target=plan.switch_class.target_name,
+            progress=stderr_progress,
+            switch_processes=args.switch_processes,
         ) as network:
             with open_cards(network) as cards:
                 cards.install(plan.tables)

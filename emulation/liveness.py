@@ -12,6 +12,11 @@ asked once more at once; failing twice it is declared dead: its switch process i
 Worst case from the data plane's stop to its death: one interval and two timeouts, 0.8 s.
 A switch whose forwarding loop fails exits by itself (code 70) and is seen by the process
 check alone.
+
+Cards that share a switch process (emulation.switch_groups) are checked with one request
+per process, to its process side channel: the loop's health, and which of its cards still
+run. A stale or silent loop, twice, kills the process (all its cards die); a card the
+process reports as not running is dead at once.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger("twinnet.liveness")
@@ -46,6 +52,31 @@ def data_plane_healthy(card: Any, timeout: float = ANSWER_TIMEOUT_S) -> bool:
     return bool(answer.get("ok") and answer.get("alive")) and beat is not None and beat <= STALE_BEAT_S
 
 
+@dataclass
+class ProcessHealth:
+    """A shared switch process's answer: whether its loop runs, and which of its cards do not."""
+
+    loop_ok: bool
+    dead_cards: set[str] = field(default_factory=set)
+
+
+def process_healthy(group: Any, timeout: float = ANSWER_TIMEOUT_S) -> ProcessHealth:
+    """Ask a shared switch process for its loop's and its cards' health (loop not ok on no answer)."""
+    try:
+        answer = group.health(timeout)
+    except (OSError, ValueError):
+        return ProcessHealth(False)
+    beat = answer.get("beat_age_s")
+    loop_ok = bool(answer.get("ok") and answer.get("alive")) and beat is not None and beat <= STALE_BEAT_S
+    cards = answer.get("cards") or {}
+    dead = {
+        card.name
+        for card in group.cards
+        if not (cards.get(str(card.device_id)) or {}).get("alive", False)
+    }
+    return ProcessHealth(loop_ok, dead)
+
+
 class DataPlaneWatch:
     """Background checks of the data planes of a network's embedded cards; see the module doc.
 
@@ -53,11 +84,16 @@ class DataPlaneWatch:
     """
 
     def __init__(
-        self, network: Any, started: float, healthy: Callable[[Any], bool] = data_plane_healthy
+        self,
+        network: Any,
+        started: float,
+        healthy: Callable[[Any], bool] = data_plane_healthy,
+        process_health: Callable[[Any], ProcessHealth] = process_healthy,
     ) -> None:
         self.network = network
         self.started = started
         self.healthy = healthy
+        self.process_health = process_health
         self.deaths: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dataplane-watch", daemon=True)
@@ -82,8 +118,22 @@ class DataPlaneWatch:
                     log.warning("data plane check failed: %s", error)
 
     def check_once(self, pool: ThreadPoolExecutor) -> list[str]:
-        """Check every live card (a failing one twice); kill and return those whose data plane stopped."""
-        cards = {name: card for name, card in self.network.cards.items() if card.is_alive()}
+        """Check every live card (a failing one twice); return those found dead (killed if still running)."""
+        live = {name: card for name, card in self.network.cards.items() if card.is_alive()}
+        alone = {name: card for name, card in live.items() if getattr(card, "group", None) is None}
+        groups = {
+            id(card.group): card.group for card in live.values() if getattr(card, "group", None) is not None
+        }
+        dead = self._check_cards(pool, alone)
+        if groups:
+            dead += self._check_processes(pool, list(groups.values()))
+        return dead
+
+    def _died(self, name: str) -> None:
+        self.deaths.setdefault(name, round(time.monotonic() - self.started, 3))
+
+    def _check_cards(self, pool: ThreadPoolExecutor, cards: dict[str, Any]) -> list[str]:
+        """Cards with a process of their own: one health request each."""
         suspects = [
             name for name, ok in zip(cards, pool.map(self.healthy, cards.values()), strict=True) if not ok
         ]
@@ -99,5 +149,31 @@ class DataPlaneWatch:
                 continue
             log.warning("card %s: its data plane stopped answering; killing its switch", name)
             cards[name].kill()
-            self.deaths.setdefault(name, round(time.monotonic() - self.started, 3))
+            self._died(name)
         return confirmed
+
+    def _check_processes(self, pool: ThreadPoolExecutor, groups: list[Any]) -> list[str]:
+        """Shared processes: one request each; a failing loop twice kills the process and all its cards."""
+        answers = list(pool.map(self.process_health, groups))
+        suspects = [group for group, answer in zip(groups, answers, strict=True) if not answer.loop_ok]
+        again = dict(zip(map(id, suspects), pool.map(self.process_health, suspects), strict=True))
+        dead: list[str] = []
+        for group, answer in zip(groups, answers, strict=True):
+            live = [card for card in group.cards if card.is_alive()]
+            if id(group) in again and not again[id(group)].loop_ok:
+                if not group.is_alive():  # exited meanwhile: the process check reports it
+                    continue
+                log.warning("switch process %s: its loop stopped answering; killing it", group.name)
+                group.process.kill()
+                group.process.wait()
+                for card in live:
+                    self._died(card.name)
+                    dead.append(card.name)
+                continue
+            for card in live:
+                if card.name in answer.dead_cards:  # the process says the card no longer runs
+                    log.warning("card %s: its switch process reports it stopped", card.name)
+                    card.killed = True
+                    self._died(card.name)
+                    dead.append(card.name)
+        return dead

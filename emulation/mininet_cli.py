@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from emulation.run_settings import CONTROL_OPTION
+from emulation.run_settings import CONTROL_OPTION, SWITCH_PROCESSES_OPTION
 from topologies.build import add_topology_arguments, topology_from_args
 
 #: Seconds `path` waits for its probe.
@@ -49,11 +49,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", type=Path, metavar="DIR", help="logs directory (default /tmp/twinnet/out/<run>)"
     )
     group.add_argument("--control", **CONTROL_OPTION)
+    group.add_argument("--switch-processes", **SWITCH_PROCESSES_OPTION)
 
 
 @contextlib.contextmanager
 def routed_network(
-    topology, routing: str | None, target: str, out: Path | None, progress=None, control: str = "unix"
+    topology,
+    routing: str | None,
+    target: str,
+    out: Path | None,
+    progress=None,
+    control: str = "unix",
+    switch_processes: int | None = None,
 ) -> Iterator:
     """A running network with `routing`'s tables installed: yields (plan, network, cards); torn down after."""
     from emulation.card_access import open_cards
@@ -68,6 +75,7 @@ def routed_network(
         check_capacity=False,
         progress=progress,
         control=control,
+        switch_processes=switch_processes,
     ) as network:
         with open_cards(network) as cards:
             cards.install(plan.tables)
@@ -293,7 +301,9 @@ def main(args: argparse.Namespace) -> int:
     from emulation.traffic import TrafficEngine, endpoints_of_network
 
     topology = topology_from_args(args)
-    with routed_network(topology, args.routing, args.target, args.out, stderr_progress, args.control) as (
+    with routed_network(
+        topology, args.routing, args.target, args.out, stderr_progress, args.control, args.switch_processes
+    ) as (
         plan,
         network,
         cards,

@@ -67,6 +67,7 @@ from emulation.state import (
     write_record,
     write_state,
 )
+from emulation.switch_groups import CardGroup, GroupError, check_process_count, spread
 from emulation.switches import (
     GRPC_PORT_BASE,
     MAX_CARD_ID,
@@ -161,6 +162,7 @@ class TwinnetNetwork:
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         progress: Progress | None = stderr_progress,
         control: str = "unix",
+        switch_processes: int | None = None,
     ) -> None:
         if control not in CONTROL_KINDS:
             raise NetworkError(f"control must be one of {', '.join(CONTROL_KINDS)}, got {control!r}")
@@ -197,6 +199,9 @@ class TwinnetNetwork:
         )
         self.cards: dict[str, P4CardSwitch] = {}
         self.hosts: dict[str, TwinnetHost] = {}
+        #: the shared switch processes (empty: one process per card)
+        self.groups: list[CardGroup] = self._plan_groups(switch_processes)
+        self._group_of = {card: group for group in self.groups for card in group.card_ids}
         self.timings: dict[str, float] = {}
         self.state = self._initial_state()
         self.state_file: Path | None = None
@@ -299,12 +304,17 @@ class TwinnetNetwork:
         with self._stage("hosts"):
             configure_hosts(self.hosts, self.topology.hosts, self.out_dir / "hosts")
         with self._stage("switch launch"):
+            for group in self.groups:
+                group.start()
             for card in self.cards.values():
-                card.start()
+                card.start()  # a card of a group: its group's process is already running
             for card_state in self.state.cards:
                 card_state.pid = self.cards[card_state.name].switch_pid
             self._write_state()
-        self.progress(f"waiting for {len(self.cards)} switches to open their gRPC ports")
+        processes = len(self.groups) or len(self.cards)
+        self.progress(
+            f"waiting for {processes} switch processes ({len(self.cards)} cards) to open their gRPC ports"
+        )
         with self._stage("switches ready"):
             wait_until_ready(self.cards.values(), self.start_timeout, self.progress)
         self.state.status = "running"
@@ -356,11 +366,14 @@ class TwinnetNetwork:
         logs = self.out_dir / "logs"
 
         def make_card(card) -> P4CardSwitch:
+            group = self._group_of.get(card.card_id)
+            extra = {"group": group} if group is not None else {}
             return self.switch_class(
                 card.name,
                 card_id=card.card_id,
                 program=self.program,
-                log_path=logs / f"{card.name}.log",
+                log_path=group.log_path if group is not None else logs / f"{card.name}.log",
+                **extra,
                 grpc_port=self._grpc_port(card.card_id),
                 side_channel_port=self._side_channel_port(card.card_id),
                 socket_dir=self.socket_dir,
@@ -391,6 +404,8 @@ class TwinnetNetwork:
             if card.name in self.cards:
                 self.mininet.switches.append(self.cards[card.name])
                 self.mininet.nameToNode[card.name] = self.cards[card.name]
+        for group in self.groups:
+            group.cards = [self.cards[name] for name in group.names if name in self.cards]
         if errors:
             raise NetworkError("cannot create Mininet nodes: " + "; ".join(errors[:5]))
         self.progress(f"{len(self.cards)} cards and {len(self.hosts)} hosts created")
@@ -425,9 +440,44 @@ class TwinnetNetwork:
     # -- state file ------------------------------------------------------------------------
 
     def _addresses(self, card) -> tuple[str, int | str]:
-        return self.switch_class.addresses(
+        grpc, control = self.switch_class.addresses(
             card.name, self.socket_dir, self._grpc_port(card.card_id), self._side_channel_port(card.card_id)
         )
+        group = self._group_of.get(card.card_id)
+        return (group.grpc_address if group is not None else grpc), control
+
+    def _plan_groups(self, switch_processes: int | None) -> list[CardGroup]:
+        """The shared switch processes and their cards (none if the target or control keeps one per card)."""
+        shares = getattr(self.switch_class, "shares_processes", False)
+        if not shares or self.socket_dir is None:
+            if switch_processes is not None:
+                why = (
+                    f"the {self.switch_class.target_name} target runs one process per card"
+                    if not shares
+                    else "with --control tcp every card has a process of its own"
+                )
+                raise NetworkError(f"--switch-processes cannot be used: {why}")
+            return []
+        cards = self.cards_in_order()
+        try:
+            count = check_process_count(switch_processes, len(cards))
+        except GroupError as error:
+            raise NetworkError(str(error)) from error
+        names = {card.card_id: card.name for card in cards}
+        groups = []
+        for index, block in enumerate(spread([card.card_id for card in cards], count)):
+            group = CardGroup(
+                index,
+                block,
+                [names[card_id] for card_id in block],
+                grpc_address=f"unix:{self.socket_dir / f'p{index}.p4rt'}",
+                control=f"unix:{self.socket_dir / f'p{index}.ctl'}",
+                cards_file=self.out_dir / "logs" / f"p{index}.cards.json",
+                log_path=self.out_dir / "logs" / f"p{index}.log",
+                run_env=self.run_env,
+            )
+            groups.append(group)
+        return groups
 
     def _initial_state(self) -> NetworkState:
         cards = [
@@ -632,6 +682,7 @@ def build_network(
     check_capacity: bool = True,
     progress: Progress | None = stderr_progress,
     control: str = "unix",
+    switch_processes: int | None = None,
 ) -> TwinnetNetwork:
     """Build and start a network for `topology`; use it as a context manager so that it is torn down.
 
@@ -643,7 +694,9 @@ def build_network(
     and side channel on Unix sockets in a folder only this user can enter (the run's
     ``socket_dir``); "tcp" on 127.0.0.1 ports, as simple_switch_grpc has them, which any
     local user can reach. ``switch_arguments``: more target options for every card's switch
-    (after ``--``, e.g. ``--lossless``). Raises NetworkError / SwitchError / CapacityError before
+    (after ``--``, e.g. ``--lossless``). ``switch_processes``: embedded switch processes that share
+    the cards (default one per CPU core; see emulation.switch_groups). Raises NetworkError /
+    SwitchError / CapacityError before
     anything starts when the network cannot run here.
     """
     if control not in CONTROL_KINDS:
@@ -661,7 +714,11 @@ def build_network(
             f"(at most {MAX_CARD_ID} with the defaults)"
         )
     if check_capacity:
-        estimate = check_memory(topology, switch_class.estimated_rss_mb, switch_class.target_name)
+        estimate = check_memory(
+            topology,
+            switch_class.memory_plan(len(topology.cards), switch_processes, control),
+            switch_class.target_name,
+        )
         if progress:
             progress(f"memory: {estimate.summary()}")
     if os.geteuid() != 0:
@@ -700,5 +757,6 @@ def build_network(
         lock_timeout=lock_timeout,
         progress=progress,
         control=control,
+        switch_processes=switch_processes,
     )
     return network.start()

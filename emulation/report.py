@@ -317,8 +317,9 @@ def summary_lines(outcome: RunOutcome, files: dict[str, Path] | None = None) -> 
         lines.append("  losses      " + ", ".join(f"{cause}: {count}" for cause, count in acc.causes.items()))
     for dead in outcome.dead_cards:
         lost = sum(1 for r in outcome.results if r.verdict == LOST and r.cause == f"card {dead['card']} died")
+        how = f", with its whole switch process {dead['switch_process']}" if dead.get("process_died") else ""
         lines.append(
-            f"  DEAD CARD   {dead['card']} (detected {dead['detected_after_s']} s into the run): "
+            f"  DEAD CARD   {dead['card']} (detected {dead['detected_after_s']} s into the run{how}): "
             f"{lost} probes lost crossing it"
         )
     divergent = [r for r in outcome.results if r.divergence is not None][:3]

@@ -119,7 +119,9 @@ def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = Tru
     if settings.check_capacity:
         try:
             summary = check_memory(
-                topology, switch_class.estimated_rss_mb, switch_class.target_name
+                topology,
+                switch_class.memory_plan(len(topology.cards), settings.switch_processes, settings.control),
+                switch_class.target_name,
             ).summary()
         except CapacityError as error:
             raise RunInputError(str(error)) from error
@@ -313,6 +315,7 @@ def execute(
         check_capacity=False,
         progress=progress,
         control=plan.settings.control,
+        switch_processes=plan.settings.switch_processes,
         **extra,
     )
     with network:
@@ -320,6 +323,17 @@ def execute(
         outcome = run_on_network(plan, network, progress=progress, show_bars=show_bars)
         outcome.timings = {"bring_up_s": bring_up, **outcome.timings}
         return outcome
+
+
+def dead_card_entry(network, name: str, detected_after_s: float | None) -> dict[str, Any]:
+    """A dead card for the report: when it was seen, and how (killed alone, or its whole process died)."""
+    card = network.cards[name]
+    entry: dict[str, Any] = {"card": name, "detected_after_s": detected_after_s}
+    group = getattr(card, "group", None)
+    if group is not None:
+        entry["switch_process"] = group.name
+        entry["process_died"] = not group.is_alive()
+    return entry
 
 
 def run_on_network(
@@ -378,7 +392,7 @@ def run_on_network(
     channels = check_channels(results, plan.tables, model_channels(plan.tables), plan.acyclic)
     crossing = crossings(results, plan.tables, plan.all_pairs)
     timings["measure_s"] = time.monotonic() - mark
-    dead = [{"card": name, "detected_after_s": parts["deaths"].get(name)} for name in dead_now]
+    dead = [dead_card_entry(network, name, parts["deaths"].get(name)) for name in dead_now]
     return RunOutcome(
         plan=plan,
         target=network.switch_class.target_name,

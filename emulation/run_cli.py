@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from emulation.run_settings import CONTROL_OPTION
+from emulation.run_settings import CONTROL_OPTION, SWITCH_PROCESSES_OPTION
 from topologies.build import add_topology_arguments, topology_from_args
 
 
@@ -83,6 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="report and logs directory (default /tmp/twinnet/out/<run id>)",
     )
     run.add_argument("--control", **CONTROL_OPTION)
+    run.add_argument("--switch-processes", **SWITCH_PROCESSES_OPTION)
     run.add_argument(
         "--seed",
         type=int,
@@ -149,6 +150,7 @@ def settings_from_args(args: argparse.Namespace):
         kill=kill,
         link_rate=parse_link_rate(args.link_rate, args.size) if args.link_rate else None,
         control=args.control,
+        switch_processes=args.switch_processes,
         pattern_options=options,
         lossless=args.lossless,
         deadlock_after=args.deadlock_after,

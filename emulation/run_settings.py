@@ -43,6 +43,30 @@ CONTROL_OPTION = {
 }
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    return value
+
+
+#: ``--switch-processes`` of every command that builds a network: how many embedded switch processes
+#: share the cards (p4switch serves many cards per process; bmv2 keeps one process per card)
+SWITCH_PROCESSES_OPTION = {
+    "type": positive_int,
+    "default": None,
+    "metavar": "N",
+    "help": "embedded target: switch processes that share the cards (default: one per CPU core; "
+    "each hosts a block of consecutive cards); bmv2 and --control tcp run one process per card",
+}
+
+
 class RunInputError(TwinnetError, ValueError):
     """The run cannot be done as asked; nothing was started."""
 
@@ -64,6 +88,8 @@ class RunSettings:
     #: packets per second of every link (cards' queues, the injector's pacing); None: as fast as the CPU
     link_rate: float | None = None
     control: str = "unix"
+    #: embedded switch processes sharing the cards (None: one per CPU core; see SWITCH_PROCESSES_OPTION)
+    switch_processes: int | None = None
     check_capacity: bool = True
     pattern_options: dict[str, Any] = field(default_factory=dict)
     lossless: bool = False

@@ -52,6 +52,7 @@ class SweepSettings:
     target: str = "auto"
     seed: int = 0
     cpu_capacity: float | None = None
+    switch_processes: int | None = None
 
 
 @dataclass
@@ -227,6 +228,7 @@ def run_sweep(
             out_dir=None,
             check_capacity=False,
             progress=None,
+            switch_processes=settings.switch_processes,
         )
         with network:
             points = [run_point(network, plan, settings, load, say) for load in plan.loads]

@@ -18,6 +18,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from emulation.run_settings import SWITCH_PROCESSES_OPTION
 from topologies.build import add_topology_arguments, topology_from_args
 
 
@@ -76,6 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="card visits per second one core forwards (default: emulation.headroom's measured figure)",
     )
     sweep.add_argument("--target", choices=("auto", "bmv2", "embedded"), default="auto")
+    sweep.add_argument("--switch-processes", **SWITCH_PROCESSES_OPTION)
     sweep.add_argument("--out", type=Path, metavar="DIR", help="output folder (default /tmp/twinnet/sweep)")
     sweep.add_argument("--seed", type=int, default=0)
     sweep.add_argument("--hotspot", type=int, metavar="PE")
@@ -146,6 +148,7 @@ def settings_from_args(args: argparse.Namespace):
     from emulation.workload import MessageSizes
 
     return SweepSettings(
+        switch_processes=args.switch_processes,
         link_rate_pps=parse_link_rate(args.link_rate, args.size),
         duration_s=args.duration,
         warmup_s=args.warmup,

@@ -37,12 +37,16 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from mininet.node import Switch
 
 from emulation.state import MarkedPopenMixin
 from topologies.errors import TwinnetError
+
+if TYPE_CHECKING:
+    from emulation.capacity import SwitchMemory
+    from emulation.switch_groups import CardGroup
 
 #: P4Runtime port of card i: GRPC_PORT_BASE + i, on 127.0.0.1.
 GRPC_PORT_BASE = 20000
@@ -56,6 +60,8 @@ PRIORITY_QUEUES = 8
 READY_POLL_SECONDS = 0.1
 #: Seconds a switch gets between SIGTERM and SIGKILL.
 STOP_GRACE_SECONDS = 3.0
+#: Seconds a shared switch process gets to answer "kill" for one of its cards.
+KILL_TIMEOUT_SECONDS = 2.0
 #: Repository root: the embedded target runs from it.
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,6 +135,13 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
 
     # -- what subclasses say ----------------------------------------------------
 
+    @classmethod
+    def memory_plan(cls, cards: int, processes: int | None = None, control: str = "unix") -> SwitchMemory:
+        """What `cards` cards' switch processes cost (capacity estimate): one process per card here."""
+        from emulation.capacity import SwitchMemory
+
+        return SwitchMemory(card_mb=cls.estimated_rss_mb)
+
     def program_command(self) -> list[str]:
         """The switch executable's argv prefix (``simple_switch_grpc``, or ``twinnet-switch``'s)."""
         raise NotImplementedError
@@ -141,16 +154,18 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         if self.log_console:
             command.append("--log-console")
         command += self.control_arguments()
-        command += [
-            str(self.program.device_config),
-            "--",
+        command += [str(self.program.device_config), "--", *self.shared_target_arguments()]
+        return command
+
+    def shared_target_arguments(self) -> list[str]:
+        """The target options after ``--``: P4Runtime address, priority queues, what the run adds."""
+        return [
             "--grpc-server-addr",
             self.grpc_address,
             "--priority-queues",
             str(PRIORITY_QUEUES),
             *self.target_arguments,
         ]
-        return command
 
     def control_arguments(self) -> list[str]:
         """Options (before ``--``) that put the side channel on a Unix socket, if the target has one."""
@@ -207,25 +222,7 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         """Launch the switch process and return at once (see :func:`wait_until_ready`)."""
         if self.process is not None and self.process.poll() is None:
             raise SwitchError(f"card {self.name}: switch already running (pid {self.process.pid})")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        command = self.command_line()
-        environment = dict(os.environ)
-        environment["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(REPO_ROOT), environment.get("PYTHONPATH")])
-        )
-        environment.update(self.run_env)
-        with open(self.log_path, "wb") as log:
-            log.write((" ".join(command) + "\n").encode())
-            log.flush()
-            self.process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=environment,
-                cwd=self.log_path.parent,
-                start_new_session=True,
-            )
+        self.process = launch_switch_process(self.command_line(), self.log_path, self.run_env)
         self.killed = False
 
     @property
@@ -233,8 +230,8 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         return self.process.pid if self.process is not None else None
 
     def is_alive(self) -> bool:
-        """Whether the switch process runs."""
-        return self.process is not None and self.process.poll() is None
+        """Whether the card runs: its switch process runs and the card was not killed."""
+        return not self.killed and self.process is not None and self.process.poll() is None
 
     def accepts_connections(self) -> bool:
         """Whether something accepts connections on the card's gRPC address (Unix socket or TCP port)."""
@@ -246,6 +243,10 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
             self.process.kill()
             self.process.wait()
         self.killed = True
+
+    def process_alive(self) -> bool:
+        """Whether the card's switch process runs (killed or not)."""
+        return self.process is not None and self.process.poll() is None
 
     def stop(self, deleteIntfs: bool = False) -> None:
         """Stop the switch process (SIGTERM, SIGKILL after a grace period); optionally its interfaces."""
@@ -269,6 +270,26 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         )
 
 
+def launch_switch_process(command: list[str], log_path: Path, run_env: Mapping[str, str]) -> subprocess.Popen:
+    """Start a switch process (own session, marked with the run, logging to `log_path`); return at once."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), environment.get("PYTHONPATH")]))
+    environment.update(run_env)
+    with open(log_path, "wb") as log:
+        log.write((" ".join(command) + "\n").encode())
+        log.flush()
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=environment,
+            cwd=log_path.parent,
+            start_new_session=True,
+        )
+
+
 class EmbeddedSwitch(P4CardSwitch):
     """The embedded P4 target (``twinnet-switch``, p4switch): runs the .p4 source directly."""
 
@@ -279,6 +300,22 @@ class EmbeddedSwitch(P4CardSwitch):
     estimated_rss_mb = 56.0
     #: the daemon's module, used when ``twinnet-switch`` is not on PATH
     MODULE = "p4switch.daemon.cli"
+    #: one process hosts many cards (``twinnet-switch --cards``; emulation.switch_groups)
+    shares_processes = True
+    #: a card in a shared process with its tables (PSS, MB) and a shared process before its cards (MB)
+    estimated_card_mb = 8.0
+    estimated_process_mb = 60.0
+
+    @classmethod
+    def memory_plan(cls, cards: int, processes: int | None = None, control: str = "unix") -> SwitchMemory:
+        """Shared processes (one per core unless told) unless ``control`` is tcp: one process per card."""
+        from emulation.capacity import SwitchMemory
+        from emulation.switch_groups import check_process_count
+
+        if control == "tcp":
+            return super().memory_plan(cards, processes, control)
+        count = check_process_count(processes, cards)
+        return SwitchMemory(cls.estimated_card_mb, cls.estimated_process_mb, count)
 
     @classmethod
     def executable(cls) -> list[str] | None:
@@ -314,6 +351,47 @@ class EmbeddedSwitch(P4CardSwitch):
             p4info = out_dir / f"{program.stem}.p4info.txt"
             p4info.write_text(text_format.MessageToString(compiled.p4info))
         return PreparedProgram(program, program, p4info)
+
+    def __init__(self, name: str, *, group: CardGroup | None = None, **params) -> None:
+        #: the switch process this card shares with other cards (None: a process of its own)
+        self.group = group
+        super().__init__(name, **params)
+
+    @property
+    def grpc_address(self) -> str:
+        """The card's P4Runtime address: its own, or its process's (shared, routed by device id)."""
+        if self.group is not None:
+            return self.group.grpc_address
+        return super().grpc_address
+
+    def start(self, controllers=()) -> None:
+        """Launch the card's own process, or its group's if the group has none running yet."""
+        if self.group is None:
+            super().start(controllers)
+        elif not self.group.is_alive():
+            self.group.start()
+
+    def kill(self) -> None:
+        """Fail the card abruptly: its own process SIGKILLed, or in a shared process the card alone.
+
+        In a shared process the card's side channel is told ``kill``: its ports go silent,
+        its queued frames are lost, its P4Runtime device is gone; the other cards go on.
+        """
+        if self.group is None:
+            super().kill()
+            return
+        if self.is_alive():
+            from p4switch.daemon.side_channel import request
+
+            try:
+                answer = request(self.control_target, {"cmd": "kill"}, timeout=KILL_TIMEOUT_SECONDS)
+            except (OSError, ValueError) as error:
+                answer = {"ok": False, "error": str(error)}
+            if not answer.get("ok"):
+                raise SwitchError(
+                    f"card {self.name}: its switch process did not kill it: {answer.get('error')}"
+                )
+        self.killed = True
 
     def program_command(self) -> list[str]:
         return self.executable() or ["twinnet-switch"]
@@ -448,7 +526,7 @@ def wait_until_ready(
     Raises SwitchError naming the card and its log if a process exits, or naming the
     cards still not ready (and the first one's log) when `timeout` seconds have passed.
     """
-    pending = list(switches)
+    pending = list({id(switch.process): switch for switch in switches}.values())  # one check per process
     total = len(pending)
     start = time.monotonic()
     deadline = start + timeout
@@ -456,7 +534,7 @@ def wait_until_ready(
     while pending:
         still = []
         for switch in pending:
-            if not switch.is_alive():
+            if not switch.process_alive():
                 code = switch.process.returncode if switch.process else None
                 raise SwitchError(switch.describe_failure(f"exited with status {code} while starting"))
             if not switch.accepts_connections():
@@ -464,7 +542,7 @@ def wait_until_ready(
         pending = still
         now = time.monotonic()
         if progress and pending and now - last_report >= 2.0:
-            progress(f"cards ready: {total - len(pending)}/{total} ({now - start:.1f} s)")
+            progress(f"switch processes ready: {total - len(pending)}/{total} ({now - start:.1f} s)")
             last_report = now
         if not pending:
             break
@@ -485,7 +563,8 @@ def stop_switches(switches: Iterable[P4CardSwitch], grace: float = STOP_GRACE_SE
 
     Returns the names of the cards that had to be killed.
     """
-    running = [switch for switch in switches if switch.is_alive()]
+    running = [switch for switch in switches if switch.process_alive()]
+    running = list({id(switch.process): switch for switch in running}.values())  # a shared process once
     for switch in running:
         with contextlib.suppress(ProcessLookupError):
             switch.process.send_signal(signal.SIGTERM)

@@ -6,9 +6,14 @@
 
 For every rate (probes/s per host) the script runs ``twinnet run``'s measurement
 on the same network (tables re-installed between steps) and prints: offered and
-received probes/s for the whole network, loss, latency percentiles and whether
-every received probe followed the model's path. The injector alone (no cards) is
-measured first on a veth pair, so that its own ceiling is known.
+received probes/s for the whole network, loss, late sends, latency percentiles,
+whether every received probe followed the model's path, and the cards' cost: card
+visits per CPU-second of the switch processes. A card visit is one card a received
+probe crossed (one hop of its trace); the CPU-seconds are the user + system time the
+switch processes spent during the step (/proc/PID/stat), so the figure compares
+directly with one isolated card's frames per CPU-second (scripts/bench_switch.py).
+The injector alone (no cards) is measured first on a veth pair, so that its own
+ceiling is known.
 """
 
 from __future__ import annotations
@@ -64,6 +69,19 @@ def injector_ceiling(probes: int = 20000) -> dict:
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
+def cpu_seconds(pids: set[int]) -> float:
+    """User + system CPU time of the processes so far (s); a process gone counts 0."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / ticks
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -75,16 +93,22 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=3.0)
     parser.add_argument("--target", default="embedded")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--switch-processes", type=int, help="embedded switch processes")
     args = parser.parse_args()
     topology = topology_from_args(args)
     results = {"injector_alone": injector_ceiling()}
     print(f"injector alone over one veth pair: {results['injector_alone']}")
     steps = []
     started = time.monotonic()
-    with build_network(topology, target=args.target, progress=stderr_progress) as network:
+    with build_network(
+        topology, target=args.target, progress=stderr_progress, switch_processes=args.switch_processes
+    ) as network:
         results["bring_up_s"] = round(time.monotonic() - started, 1)
+        pids = {card.switch_pid for card in network.cards.values() if card.switch_pid is not None}
+        results["switch_processes"] = len(pids)
         print(
-            f"{'pps/host':>9} {'offered':>9} {'received/s':>11} {'lost':>6} {'p50 us':>9} {'p99 us':>9} equal"
+            f"{'pps/host':>9} {'offered':>9} {'received/s':>11} {'lost':>6} {'late':>6} {'p50 us':>9} "
+            f"{'p99 us':>9} {'visits/CPU-s':>13} equal"
         )
         for rate in [float(value) for value in args.rates.split(",")]:
             settings = RunSettings(
@@ -96,8 +120,11 @@ def main() -> int:
                 check_capacity=False,
             )
             plan = plan_run(topology, settings)
+            cpu_before = cpu_seconds(pids)
             outcome = run_on_network(plan, network, show_bars=False)
+            switch_cpu = cpu_seconds(pids) - cpu_before
             received = [r for r in outcome.results if r.arrival is not None]
+            visits = sum(len(r.arrival.hops) for r in received)
             window = outcome.timings["inject_s"] + outcome.timings["drain_s"]
             latency = distribution([r.latency_us for r in received])
             step = {
@@ -111,12 +138,16 @@ def main() -> int:
                 "latency_us": latency,
                 "verdicts": verdict_counts(outcome.results),
                 "late_probes": outcome.injection["late_probes"],
+                "card_visits": visits,
+                "switch_cpu_s": round(switch_cpu, 2),
+                "visits_per_cpu_s": round(visits / switch_cpu) if switch_cpu > 0 else None,
             }
             steps.append(step)
             equal = step["verdicts"]["equal"] == len(received)
             print(
                 f"{rate:>9g} {step['offered_pps']:>9} {step['received_pps']:>11} {step['lost']:>6} "
-                f"{latency['p50'] or 0:>9.0f} {latency['p99'] or 0:>9.0f} {equal}"
+                f"{step['late_probes']:>6} {latency['p50'] or 0:>9.0f} {latency['p99'] or 0:>9.0f} "
+                f"{step['visits_per_cpu_s'] or 0:>13} {equal}"
             )
     results["steps"] = steps
     results["topology"] = topology.counts()

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from emulation import capacity, state
-from emulation.capacity import CapacityError, check_memory, estimate_memory
+from emulation.capacity import CapacityError, SwitchMemory, check_memory, estimate_memory
 from emulation.hosts import ip_batch_lines
 from emulation.links import (
     ENCAPSULATION_OVERHEAD,
@@ -21,7 +21,7 @@ from emulation.links import (
 )
 from emulation.network import NetworkError, build_network
 from emulation.state import CardState, HostState, NetworkState, process_identity
-from emulation.switches import EmbeddedSwitch, SwitchError, select_target
+from emulation.switches import BMv2Switch, EmbeddedSwitch, SwitchError, select_target
 from topologies.addressing import pe_of_mac
 from topologies.build import build_topology
 
@@ -105,15 +105,25 @@ def test_link_groups_are_twinnet_groups() -> None:
 
 def test_memory_estimate_refuses_what_does_not_fit() -> None:
     big = build_topology("ndt", dims="4x4x4")
-    estimate = estimate_memory(big, card_rss_mb=64, available_mb=24 * 1024)
+    estimate = estimate_memory(big, SwitchMemory(card_mb=64), available_mb=24 * 1024)
     assert estimate.fits and estimate.cards_mb == 128 * (64 + capacity.NODE_SHELL_MB)
-    assert not estimate_memory(big, card_rss_mb=64, available_mb=4 * 1024).fits
+    assert not estimate_memory(big, SwitchMemory(card_mb=64), available_mb=4 * 1024).fits
+    shared = estimate_memory(big, SwitchMemory(card_mb=8, process_mb=60, processes=2), available_mb=1e6)
+    assert shared.cards_mb == 128 * (8 + capacity.NODE_SHELL_MB) + 2 * 60
+
+
+def test_the_embedded_target_plans_shared_processes_and_bmv2_one_per_card() -> None:
+    plan = EmbeddedSwitch.memory_plan(128, 3)
+    assert (plan.processes, plan.card_mb) == (3, EmbeddedSwitch.estimated_card_mb)
+    assert EmbeddedSwitch.memory_plan(128, 3, control="tcp").processes == 0
+    assert EmbeddedSwitch.memory_plan(2, 5).processes == 2  # never more processes than cards
+    assert BMv2Switch.memory_plan(128, 3) == SwitchMemory(card_mb=BMv2Switch.estimated_rss_mb)
 
 
 def test_build_refuses_a_network_too_large_before_anything_starts(monkeypatch) -> None:
     monkeypatch.setattr(capacity, "available_memory_mb", lambda: 2048.0)
     with pytest.raises(CapacityError, match="128 cards and 128 hosts"):
-        check_memory(build_topology("ndt", dims="4x4x4"), 64, "embedded")
+        check_memory(build_topology("ndt", dims="4x4x4"), SwitchMemory(card_mb=64), "embedded")
     with pytest.raises(CapacityError):
         build_network(build_topology("ndt", dims="4x4x4"), switch_class=EmbeddedSwitch, progress=None)
 
