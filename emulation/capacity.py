@@ -1,6 +1,6 @@
 """Will a network fit in this machine's memory? An estimate made before anything starts.
 
-    need = cards x (switch memory per card + the card's Mininet shell)
+    need = cards x switch memory per card (a card's Mininet node starts no shell)
          + switch processes x (what a switch process costs before its cards)
          + hosts x (namespace shell + namespace kernel state)
          + links x (veth pair kernel state)
@@ -81,7 +81,7 @@ def estimate_memory(
     topology: Topology, switches: SwitchMemory, available_mb: float | None = None
 ) -> MemoryEstimate:
     return MemoryEstimate(
-        cards_mb=len(topology.cards) * (switches.card_mb + NODE_SHELL_MB)
+        cards_mb=len(topology.cards) * switches.card_mb
         + switches.processes * switches.process_mb,
         hosts_mb=len(topology.hosts) * (NODE_SHELL_MB + NAMESPACE_MB),
         links_mb=len(topology.links) * VETH_PAIR_MB,

@@ -106,10 +106,10 @@ def test_link_groups_are_twinnet_groups() -> None:
 def test_memory_estimate_refuses_what_does_not_fit() -> None:
     big = build_topology("ndt", dims="4x4x4")
     estimate = estimate_memory(big, SwitchMemory(card_mb=64), available_mb=24 * 1024)
-    assert estimate.fits and estimate.cards_mb == 128 * (64 + capacity.NODE_SHELL_MB)
+    assert estimate.fits and estimate.cards_mb == 128 * 64
     assert not estimate_memory(big, SwitchMemory(card_mb=64), available_mb=4 * 1024).fits
     shared = estimate_memory(big, SwitchMemory(card_mb=8, process_mb=60, processes=2), available_mb=1e6)
-    assert shared.cards_mb == 128 * (8 + capacity.NODE_SHELL_MB) + 2 * 60
+    assert shared.cards_mb == 128 * 8 + 2 * 60
 
 
 def test_the_embedded_target_plans_shared_processes_and_bmv2_one_per_card() -> None:
