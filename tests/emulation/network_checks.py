@@ -12,6 +12,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from p4switch.daemon.host_config import read_cards_file
+
 from emulation.links import HOST_IP_MTU, LINK_MTU
 from emulation.state import read_current_state
 from topologies.model import PortRef, Topology
@@ -127,11 +129,16 @@ def check_state_file(topology: Topology) -> None:
         assert card.card_id == model.card_id == card.device_id
         command = Path(f"/proc/{card.pid}/cmdline").read_bytes().split(b"\0")
         words = [word.decode() for word in command if word]
-        assert words[words.index("--device-id") + 1] == str(card.device_id)
-        ports = sorted(words[i + 1] for i, word in enumerate(words) if word == "-i")
         expected = sorted(
             f"{ref.port}@{name(ref)}" for ref in topology.card_ports(card.name) if topology.is_connected(ref)
         )
+        if "--cards" in words:  # a process shared by several cards: the card is in its cards file
+            hosted = {c.device_id: c for c in read_cards_file(words[words.index("--cards") + 1])}
+            ports = sorted(f"{number}@{interface}" for number, interface in hosted[card.device_id].interfaces)
+            assert hosted[card.device_id].control_address == card.control
+        else:
+            assert words[words.index("--device-id") + 1] == str(card.device_id)
+            ports = sorted(words[i + 1] for i, word in enumerate(words) if word == "-i")
         assert ports == expected
         assert words[words.index("--grpc-server-addr") + 1] == card.grpc_address
         assert Path(card.log).exists()

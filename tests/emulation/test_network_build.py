@@ -93,9 +93,10 @@ def test_every_card_serves_grpc_on_a_socket_only_its_owner_reaches(network: Twin
         and folder.stat().st_uid == os.geteuid()
     )
     for card in state.cards:
-        assert card.grpc_address == f"unix:{folder / card.name}.p4rt" and address_open(card.grpc_address), (
-            card
-        )
+        group = network.cards[card.name].group if hasattr(network.cards[card.name], "group") else None
+        own = f"p{group.index}" if group is not None else card.name  # a shared process: its own socket
+        assert card.grpc_address == f"unix:{folder / own}.p4rt" and address_open(card.grpc_address), card
+        assert card.control == f"unix:{folder / card.name}.ctl" or network.control == "tcp", card
 
 
 def test_mininet_sees_the_model_ports(network: TwinnetNetwork) -> None:
@@ -110,9 +111,15 @@ def test_mininet_sees_the_model_ports(network: TwinnetNetwork) -> None:
 
 def test_kill_card_stops_only_that_card(network: TwinnetNetwork) -> None:
     victim = sorted(network.cards)[1]
-    pid = network.cards[victim].switch_pid
+    card = network.cards[victim]
+    pid = card.switch_pid
+    shared = getattr(card, "group", None) is not None and len(card.group.cards) > 1
     network.kill_card(victim)
-    assert not Path(f"/proc/{pid}").exists()
+    if shared:  # the process goes on with its other cards; the card's side channel is gone
+        assert Path(f"/proc/{pid}").exists() and not address_open(str(card.control_target))
+        assert any(other.is_alive() for other in card.group.cards)
+    else:
+        assert not Path(f"/proc/{pid}").exists()
     assert network.dead_cards() == [victim]
     assert sorted(network.alive_cards()) == sorted(set(network.cards) - {victim})
     assert read_current_state().card(victim).killed
