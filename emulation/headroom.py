@@ -32,7 +32,7 @@ REFUSE_FRACTION = 1.0
 WARN_FRACTION = 0.5
 #: Late sends above this share of all sends mean the injector did not keep time.
 LATE_SHARE_LIMIT = 0.01
-#: A card busier than this share of one core is the bottleneck, not its links.
+#: A switch process busier than this share of one core is the bottleneck, not its links.
 CARD_BUSY_LIMIT = 0.8
 
 
@@ -128,26 +128,30 @@ def verdict_after(
     *,
     late_sends: int,
     sends: int,
-    card_cpu_s: dict[str, float],
+    process_cpu_s: dict[str, float],
     elapsed_s: float,
     card_visits: int,
 ) -> dict[str, object]:
-    """What the run says about the CPU: late sends, busiest card, capacity as measured, and a verdict."""
-    busiest = max(card_cpu_s.items(), key=lambda item: item[1], default=("", 0.0))
-    total_cpu = sum(card_cpu_s.values())
+    """What the run says about the CPU: late sends, busiest switch process, capacity as measured, a verdict.
+
+    ``process_cpu_s``: CPU seconds of each switch process during the run, by its name (a card's
+    name when it has a process of its own, else the shared process's, emulation.switch_groups).
+    """
+    busiest = max(process_cpu_s.items(), key=lambda item: item[1], default=("", 0.0))
+    total_cpu = sum(process_cpu_s.values())
     busy_share = busiest[1] / elapsed_s if elapsed_s > 0 else 0.0
     late_share = late_sends / sends if sends else 0.0
     problems = []
     if late_share > LATE_SHARE_LIMIT:
         problems.append(f"{late_sends} of {sends} sends late ({late_share:.1%})")
     if busy_share > CARD_BUSY_LIMIT:
-        problems.append(f"card {busiest[0]} used {busy_share:.0%} of a core")
+        problems.append(f"switch process {busiest[0]} used {busy_share:.0%} of a core")
     return {
         "late_sends": late_sends,
         "late_share": round(late_share, 5),
-        "cards_cpu_s": round(total_cpu, 3),
-        "busiest_card": busiest[0] or None,
-        "busiest_card_core_share": round(busy_share, 3),
+        "switches_cpu_s": round(total_cpu, 3),
+        "busiest_switch_process": busiest[0] or None,
+        "busiest_core_share": round(busy_share, 3),
         "measured_visits_per_core_s": round(card_visits / total_cpu, 1) if total_cpu > 0 else None,
         "cpu_bound": bool(problems),
         "warning": "; ".join(problems) or None,

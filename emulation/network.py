@@ -222,6 +222,12 @@ class TwinnetNetwork:
         name = self.topology.card_by_id(name_or_id).name if isinstance(name_or_id, int) else name_or_id
         return self.cards[name]
 
+    def switch_processes(self) -> dict[str, int | None]:
+        """Every switch process by name (a shared process's, or the card's own) and its pid."""
+        if self.groups:
+            return {group.name: group.process.pid if group.process else None for group in self.groups}
+        return {name: card.switch_pid for name, card in self.cards.items()}
+
     def alive_cards(self) -> list[str]:
         """Cards whose switch process runs."""
         return [name for name, card in self.cards.items() if card.is_alive()]

@@ -162,13 +162,13 @@ def run_point(network, plan: ConfigPlan, settings: SweepSettings, load: float, s
         rate=load * settings.link_rate_pps,
     )
     network.set_link_rates(settings.link_rate_pps)
-    pids = {name: card.switch_pid for name, card in network.cards.items()}
+    pids = network.switch_processes()
     cpu_before = process_cpu_s(pid for pid in pids.values() if pid)
     started = time.monotonic()
     outcome = run_on_network(run_plan, network, show_bars=False)
     elapsed = time.monotonic() - started
     cpu_after = process_cpu_s(pid for pid in pids.values() if pid)
-    card_cpu = {
+    switch_cpu = {
         name: cpu_after[pid] - cpu_before[pid]
         for name, pid in pids.items()
         if pid in cpu_after and pid in cpu_before
@@ -179,7 +179,7 @@ def run_point(network, plan: ConfigPlan, settings: SweepSettings, load: float, s
     cpu = verdict_after(
         late_sends=outcome.injection["late_probes"],
         sends=outcome.injection["probes_sent"],
-        card_cpu_s=card_cpu,
+        process_cpu_s=switch_cpu,
         elapsed_s=elapsed,
         card_visits=visits,
     )

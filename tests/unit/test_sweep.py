@@ -75,12 +75,12 @@ def test_cards_per_packet_of_the_model_paths():
 
 
 def test_cpu_verdict_after_a_run():
-    quiet = verdict_after(late_sends=0, sends=1000, card_cpu_s={"c0": 0.1}, elapsed_s=1.0, card_visits=2000)
+    quiet = verdict_after(late_sends=0, sends=1000, process_cpu_s={"p0": 0.1}, elapsed_s=1.0, card_visits=2000)
     assert not quiet["cpu_bound"] and quiet["measured_visits_per_core_s"] == pytest.approx(20000)
     busy = verdict_after(
-        late_sends=50, sends=1000, card_cpu_s={"c0": CARD_BUSY_LIMIT + 0.1}, elapsed_s=1.0, card_visits=10
+        late_sends=50, sends=1000, process_cpu_s={"p0": CARD_BUSY_LIMIT + 0.1}, elapsed_s=1.0, card_visits=10
     )
-    assert busy["cpu_bound"] and "50 of 1000 sends late" in busy["warning"] and "c0" in busy["warning"]
+    assert busy["cpu_bound"] and "50 of 1000 sends late" in busy["warning"] and "p0" in busy["warning"]
 
 
 def _result(probe_id, src, dst, send_us, receive_us=None, hops=()):
