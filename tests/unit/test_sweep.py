@@ -75,7 +75,9 @@ def test_cards_per_packet_of_the_model_paths():
 
 
 def test_cpu_verdict_after_a_run():
-    quiet = verdict_after(late_sends=0, sends=1000, process_cpu_s={"p0": 0.1}, elapsed_s=1.0, card_visits=2000)
+    quiet = verdict_after(
+        late_sends=0, sends=1000, process_cpu_s={"p0": 0.1}, elapsed_s=1.0, card_visits=2000
+    )
     assert not quiet["cpu_bound"] and quiet["measured_visits_per_core_s"] == pytest.approx(20000)
     busy = verdict_after(
         late_sends=50, sends=1000, process_cpu_s={"p0": CARD_BUSY_LIMIT + 0.1}, elapsed_s=1.0, card_visits=10
