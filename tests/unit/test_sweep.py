@@ -210,6 +210,9 @@ class _FakeNetwork:
     def set_link_rates(self, rate):
         self.rates.append(rate)
 
+    def switch_processes(self):
+        return {name: card.switch_pid for name, card in self.cards.items()}
+
     def __enter__(self):
         return self
 
