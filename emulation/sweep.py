@@ -26,7 +26,7 @@ from controller.analysis.traffic import Traffic
 from emulation.headroom import check_headroom, mean_cards_per_packet, process_cpu_s, verdict_after
 from emulation.measure import EQUAL
 from emulation.perf_metrics import point_metrics
-from emulation.run import RunPlan, plan_run, run_on_network
+from emulation.run import RunPlan, lossless_switch_arguments, plan_run, run_on_network
 from emulation.run_settings import RunInputError, RunSettings
 from emulation.workload import MessageSizes, WorkloadSpec, make_workload, zipf_probabilities
 from topologies.model import Topology
@@ -53,6 +53,8 @@ class SweepSettings:
     seed: int = 0
     cpu_capacity: float | None = None
     switch_processes: int | None = None
+    #: IEEE 802.1Qbb PFC on every link (backpressure instead of drops; a deadlock ends the configuration)
+    lossless: bool = False
 
 
 @dataclass
@@ -120,6 +122,9 @@ def plan_sweep(
             target=settings.target,
             seed=settings.seed,
             pattern_options=configuration.pattern_options,
+            lossless=settings.lossless,
+            # PFC quanta need the links' rate; the run sets it on the cards as every point does
+            link_rate=settings.link_rate_pps if settings.lossless else None,
         )
         base = plan_run(configuration.topology, run_settings, need_root=need_root)
         traffic = bound_traffic(base, configuration.traffic, settings.zipf_exponent, settings.seed)
@@ -191,6 +196,9 @@ def run_point(network, plan: ConfigPlan, settings: SweepSettings, load: float, s
         "off_model_path": sum(1 for r in outcome.results if r.arrival is not None and r.verdict != EQUAL),
         "cpu": cpu,
     }
+    if outcome.lossless is not None:
+        point["pfc"] = {"cards": outcome.lossless["cards"], "hosts": outcome.lossless["hosts"]}
+        point["deadlock"] = outcome.deadlock
     latency = metrics["latency_packet_times"]["mean"]
     say(
         f"{configuration.label}: offered {metrics['offered']:.3f} accepted {metrics['accepted']:.3f} "
@@ -229,9 +237,15 @@ def run_sweep(
             check_capacity=False,
             progress=None,
             switch_processes=settings.switch_processes,
+            switch_arguments=lossless_switch_arguments(plan.base.settings),
         )
         with network:
-            points = [run_point(network, plan, settings, load, say) for load in plan.loads]
+            points = []
+            for load in plan.loads:
+                points.append(run_point(network, plan, settings, load, say))
+                if points[-1].get("deadlock"):  # beyond a deadlocked load the network stays stuck
+                    say(f"{configuration.label}: deadlock at offered load {load:g}; higher loads skipped")
+                    break
         best, saturated_at = saturation(points)
         result["configurations"].append(
             {
@@ -271,6 +285,6 @@ def _sweep_header(settings: SweepSettings) -> dict[str, Any]:
             "warmup_s": settings.warmup_s,
             "seed": settings.seed,
         },
-        "lossless": False,
+        "lossless": settings.lossless,
         "configurations": [],
     }

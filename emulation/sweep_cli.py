@@ -78,6 +78,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     sweep.add_argument("--target", choices=("auto", "bmv2", "embedded"), default="auto")
     sweep.add_argument("--switch-processes", **SWITCH_PROCESSES_OPTION)
+    sweep.add_argument(
+        "--lossless",
+        action="store_true",
+        help="lossless links (IEEE 802.1Qbb PFC per VC queue, embedded target); a deadlocked point ends "
+        "its configuration",
+    )
     sweep.add_argument("--out", type=Path, metavar="DIR", help="output folder (default /tmp/twinnet/sweep)")
     sweep.add_argument("--seed", type=int, default=0)
     sweep.add_argument("--hotspot", type=int, metavar="PE")
@@ -149,6 +155,7 @@ def settings_from_args(args: argparse.Namespace):
 
     return SweepSettings(
         switch_processes=args.switch_processes,
+        lossless=args.lossless,
         link_rate_pps=parse_link_rate(args.link_rate, args.size),
         duration_s=args.duration,
         warmup_s=args.warmup,
