@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 
 import numpy as np
@@ -62,6 +63,16 @@ def test_a_sweep_the_machine_cannot_emulate_is_refused_before_anything_starts():
     # 4-ring, DOR, uniform (1/3 to each other PE): link i -> i+1 carries distance 1 from i (1/3) and
     # distance 2, the tie going +, from i and i-1 (2/3): load 1, bound 1
     assert plan.bound == pytest.approx(1.0)
+
+
+def test_a_lossless_sweep_carries_pfc_to_its_runs_and_is_refused_on_bmv2():
+    configuration = Configuration("ring", build_topology("torus", dims="4"), "dor", "uniform")
+    lossless = SweepSettings(link_rate_pps=20, loads=(0.5,), cpu_capacity=1e6, lossless=True)
+    (plan,) = plan_sweep([configuration], lossless, need_root=False)
+    assert plan.base.settings.lossless and plan.base.settings.effective_link_rate() == 20
+    on_bmv2 = dataclasses.replace(lossless, target="bmv2")
+    with pytest.raises(RunInputError, match="bmv2 has no PFC"):
+        plan_sweep([configuration], on_bmv2, need_root=False)
 
 
 def test_cards_per_packet_of_the_model_paths():
