@@ -25,7 +25,18 @@ answers one JSON object per line:
                                      # rate null/0: unlimited, else 1e-3..1e9 (other values are refused)
     {"cmd": "set_queue_depth", "depth": 64, "port": 2}       # packets per priority queue
         -> {"ok": true}
+    {"cmd": "kill"} -> {"ok": true}   # a card of a --cards process only: the card fails at once
+                                     # (ports closed, queues discarded, P4Runtime device removed),
+                                     # then this side channel closes
     errors -> {"ok": false, "error": "..."}
+
+The process side channel of a --cards process (``--process-control unix:PATH``):
+
+    {"cmd": "health"} -> {"ok": true, "alive": true, "failure": null, "beat_age_s": 0.01,
+                          "cards": {"3": {"alive": true, "failure": null},
+                                    "4": {"alive": false, "failure": "killed"}, ...}}
+
+All side channels of a process are served by one thread (``ControlHub``, ``selectors``).
 
 ``request(port, message)`` is the client side.
 """
@@ -208,6 +219,10 @@ class ControlHub:
         if len(connection.inbox) > MAX_REQUEST_BYTES:
             self._close(connection)
             return
+        if connection.listener.closing:  # the handler closed its side channel: gone before the answer is read
+            with self._lock:
+                self._close_listener(connection.listener)
+            return
         self._flush(connection)
 
     def _flush(self, connection: _Connection) -> None:
@@ -235,16 +250,7 @@ class ControlHub:
         connection.listener.connections.discard(connection)
 
     def _close_listener(self, listener: Listener) -> None:
-        """Close a listener and its connections (what they have not yet sent is tried once more)."""
-        for connection in list(listener.connections):
-            if connection.outbox:
-                try:
-                    connection.sock.setblocking(True)
-                    connection.sock.settimeout(1.0)
-                    connection.sock.sendall(connection.outbox)
-                except OSError:
-                    pass
-            self._close(connection)
+        """Close a listener, then its connections (what they have not yet sent is tried once more)."""
         try:
             self._selector.unregister(listener.sock)
         except (KeyError, ValueError):
@@ -255,6 +261,15 @@ class ControlHub:
                 os.unlink(listener.path)
             except OSError:
                 pass
+        for connection in list(listener.connections):
+            if connection.outbox:
+                try:
+                    connection.sock.setblocking(True)
+                    connection.sock.settimeout(1.0)
+                    connection.sock.sendall(connection.outbox)
+                except OSError:
+                    pass
+            self._close(connection)
         if listener in self._listeners:
             self._listeners.remove(listener)
 
