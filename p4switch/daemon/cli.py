@@ -1,11 +1,20 @@
 """``twinnet-switch``: the embedded target as a drop-in for bmv2's ``simple_switch_grpc``.
 
     twinnet-switch [options] (PROGRAM.p4 | --no-p4) [-- target options]
+    twinnet-switch --cards CARDS.json [--process-control unix:PATH] [options] (PROGRAM.p4 | --no-p4)
+                   [-- target options]
     twinnet-switch --stf TEST.stf PROGRAM.p4 [--p4-include DIR] [--fused]
 
 ``--stf`` runs p4c's STF packet test on the program instead of starting the switch
 (see p4switch/stf): exit 0 when every expected frame arrived and nothing else, 1 with
 the differences, 2 for a program the target refuses; ``--fused`` runs the fused driver.
+
+``--cards`` runs many cards in one process (p4switch/daemon/host.py): CARDS.json (written by
+``p4switch.daemon.host_config.write_cards_file``) gives each card's device id, ports and side
+channel; the program, the gRPC server (requests routed by device id), the target options
+and one forwarding loop are shared. ``--process-control unix:PATH`` answers {"cmd": "health"}
+for all cards. With ``--cards``, -i, --device-id, --thrift-port and --side-channel are refused
+(the file has them); a bad file is refused with one line and exit status 2.
 
 Options (before ``--``), as simple_switch_grpc takes them:
     --device-id N           P4Runtime device id (default 0)
@@ -45,7 +54,8 @@ Target options (after ``--``):
     With --lossless, --queue-depth defaults to ports x (XOFF + headroom), which no ingress overruns.
 
 SIGTERM or SIGINT stops the switch cleanly (exit code 0). If the forwarding thread fails, the
-switch stops and exits with code 70, so that a card without a data plane is seen as dead.
+switch stops and exits with code 70, so that a card without a data plane is seen as dead
+(with --cards: every card of the process).
 """
 
 from __future__ import annotations
@@ -53,12 +63,15 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 
 from p4switch.daemon.addresses import check_address
+from p4switch.daemon.host import HostOptions, SwitchHost
+from p4switch.daemon.host_config import read_cards_file
 from p4switch.daemon.pfc import (
     DEFAULT_HEADROOM,
     DEFAULT_LINK_BPS,
@@ -70,6 +83,7 @@ from p4switch.daemon.pfc import (
 from p4switch.daemon.ports import MAX_PORT_NUMBER, parse_port_spec
 from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, MAX_PRIORITY_QUEUES, MAX_QUEUE_DEPTH, check_rate
 from p4switch.daemon.switch import Switch, SwitchOptions
+from p4switch.errors import P4SwitchError
 
 GIL_SWITCH_INTERVAL_SECONDS = 0.001
 EXIT_DATAPLANE_FAILED = 70  # EX_SOFTWARE
@@ -94,9 +108,11 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     )
     main.add_argument("program", nargs="?", help="P4_16 v1model source")
     main.add_argument("--no-p4", action="store_true", help="start without a program")
-    main.add_argument("--device-id", type=int, default=0)
+    main.add_argument("--device-id", type=int, default=None)
     main.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE")
-    main.add_argument("--thrift-port", type=int, default=9090)
+    main.add_argument("--thrift-port", type=int, default=None)
+    main.add_argument("--cards", metavar="CARDS.json", help="many cards in one process (see above)")
+    main.add_argument("--process-control", metavar="unix:PATH", default=None)
     main.add_argument("--no-side-channel", action="store_true")
     main.add_argument("--side-channel", metavar="unix:PATH", default=None)
     main.add_argument("--log-console", action="store_true")
@@ -132,6 +148,34 @@ def parse_options(argv: Sequence[str]) -> tuple[SwitchOptions, argparse.Namespac
     target = target_parser.parse_args(argv[split + 1 :])
     if bool(args.program) == bool(args.no_p4):
         main_parser.error("give exactly one of PROGRAM.p4 and --no-p4")
+    if args.cards is not None:
+        given = [
+            name
+            for name, value in (
+                ("-i", args.interface),
+                ("--device-id", args.device_id is not None),
+                ("--thrift-port", args.thrift_port is not None),
+                ("--side-channel", args.side_channel is not None),
+                ("--no-side-channel", args.no_side_channel),
+            )
+            if value
+        ]
+        if given:
+            main_parser.error(
+                f"--cards takes every card's ports, device id and side channel from its file: "
+                f"do not give {', '.join(given)}"
+            )
+    elif args.process_control is not None:
+        main_parser.error("--process-control goes with --cards")
+    if args.process_control is not None:
+        try:
+            check_address(args.process_control)
+        except ValueError as error:
+            main_parser.error(f"--process-control: {error}")
+        if not args.process_control.startswith("unix:"):
+            main_parser.error("--process-control takes unix:/path")
+    args.device_id = 0 if args.device_id is None else args.device_id
+    args.thrift_port = 9090 if args.thrift_port is None else args.thrift_port
     if not 1 <= target.priority_queues <= MAX_PRIORITY_QUEUES:
         target_parser.error(f"--priority-queues must be 1..{MAX_PRIORITY_QUEUES}")
     if target.queue_depth is not None and not 1 <= target.queue_depth <= MAX_QUEUE_DEPTH:
@@ -194,6 +238,24 @@ def parse_options(argv: Sequence[str]) -> tuple[SwitchOptions, argparse.Namespac
     return options, args
 
 
+def host_options(options: SwitchOptions, args: argparse.Namespace) -> HostOptions:
+    """The multi-card options: the shared ones from the command line, the cards from ``--cards``.
+
+    Raises CardsFileError (one line naming the problem) for a file that cannot be right.
+    """
+    return HostOptions(options, read_cards_file(args.cards), args.process_control)
+
+
+def raise_file_limit() -> None:
+    """Raise the soft limit of open files to the hard one (a card holds several sockets)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
+
+
 def configure_logging(args: argparse.Namespace) -> None:
     if args.log_console or args.log_file:
         level = LOG_LEVELS[args.log_level or "info"]
@@ -231,6 +293,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--stf" in argv or any(arg.startswith("--stf=") for arg in argv):
         return run_stf_test(argv)
     options, args = parse_options(argv)
+    host: HostOptions | None = None
+    if args.cards is not None:
+        try:
+            host = host_options(options, args)
+        except P4SwitchError as error:
+            print(f"twinnet-switch: {error}", file=sys.stderr)
+            return 2
     configure_logging(args)
     log = logging.getLogger("twinnet.switch")
     stop_requested = threading.Event()
@@ -244,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # P4Runtime calls need the GIL a few times each; a shorter switch interval than Python's 5 ms
     # lets them through a busy data plane (costs nothing while no other thread is runnable)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
+    if host is not None:
+        return run_host(host, stop_requested, log)
     switch = Switch(options)
     try:
         switch.start()
@@ -269,6 +340,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.shutdown()
         os._exit(EXIT_DATAPLANE_FAILED)
     switch.stop()
+    exit_promptly(log)
+    return 0
+
+
+def run_host(options: HostOptions, stop_requested: threading.Event, log: logging.Logger) -> int:
+    """``--cards``: start the cards, wait for a signal or a failed loop; the exit status."""
+    raise_file_limit()
+    host = SwitchHost(options)
+    try:
+        host.start()
+    except Exception as error:
+        print(f"twinnet-switch: cannot start: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    log.info(
+        "%d cards up (devices %s), P4Runtime %s",
+        len(host.cards),
+        sorted(host.cards),
+        host.grpc_listening_address(),
+    )
+    while not stop_requested.wait(FAILURE_CHECK_SECONDS):
+        if host.failed.is_set():
+            break
+    if host.failed.is_set():
+        # every card of the process is dead: exit at once, so that whoever watches sees it now
+        print(f"twinnet-switch: data plane failed: {host.loop.failure}", file=sys.stderr, flush=True)
+        host.remove_socket_files()
+        logging.shutdown()
+        os._exit(EXIT_DATAPLANE_FAILED)
+    host.stop()
     exit_promptly(log)
     return 0
 

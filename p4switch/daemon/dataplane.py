@@ -1,11 +1,12 @@
-"""The switch's data plane: one thread that receives, runs the pipeline, queues and transmits.
+"""A card's data plane: its ports, queues and counters, served by the forwarding loop (loop.py).
 
-Everything that touches the pipeline runs in this one thread, with the pipeline slot's
-lock held per batch (the language core is not thread-safe; P4Runtime writes wait at
-most one batch). One loop iteration:
+Everything that touches the pipeline runs in the loop's one thread, with the card's
+pipeline slot lock held per batch (the language core is not thread-safe; P4Runtime
+writes wait at most one batch). One batch of a card (``serve``), after the loop's
+``epoll`` over all port sockets (and a wake-up pipe) with a timeout that is the time
+until the next rate-limited port of any card may send:
 
-1. ``poll`` over all port sockets (and a wake-up pipe), with a timeout that is the time
-   until the next rate-limited port may send;
+1. PFC timers, and the flush of the queues after a new pipeline;
 2. for each readable port, up to ``RX_BATCH`` frames: ingress, then the priority queues
    of the egress port (tail drop when full); the batch is received first, then run
    through the pipeline, then the frames for idle ports are sent, in order;
@@ -20,22 +21,21 @@ PFC frames are consumed before the pipeline, queued frames are counted per (ingr
 port, class), paused (egress port, priority) queues are skipped, and the loop also wakes
 for the next pause expiry or renewal.
 
-Keeping it in one thread avoids hand-offs between threads on the hot path (Python's
-GIL makes them expensive); rate-limited ports make the loop sleep exactly until the
-next departure.
+A single-card switch runs its own loop (``start()``); a multi-card process one loop for all
+its cards (p4switch.daemon.host). Keeping it in one thread avoids hand-offs between
+threads on the hot path (Python's GIL makes them expensive); rate-limited ports make
+the loop sleep exactly until the next departure.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import select
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from p4switch.daemon.loop import MAX_POLL_MS, ForwardingLoop
 from p4switch.daemon.pfc import NOMINAL_FRAME_BITS, PfcSettings, PfcState, interface_mac
 from p4switch.daemon.ports import (
     ANCILLARY_BYTES,
@@ -54,10 +54,6 @@ log = logging.getLogger("twinnet.switch.dataplane")
 RX_BATCH = 64
 ETHERNET_HEADER_BYTES = 14
 MAX_LOGGED_ERRORS = 100
-CONTROL_YIELD_SECONDS = 0.0002
-#: the longest the loop sleeps in ``poll``: a queue's next departure can be far away, and the
-#: loop's heartbeat (``DataPlane.last_beat``) should stay fresh while idle
-MAX_POLL_MS = 250
 MSG_TRUNC = 0x20
 #: Lossless mode: frames a port sends per loop iteration, so that a pause received is acted on
 #: after at most this many more frames even on a port without a rate limit (PFC headroom).
@@ -135,10 +131,6 @@ class DataPlane:
         on_failure: Callable[[str], None] | None = None,
         pfc: PfcSettings | None = None,
     ) -> None:
-        self.on_failure = on_failure
-        #: why the forwarding thread ended, if it ended other than by ``stop()``
-        self.failure: str | None = None
-        self.last_beat = time.monotonic()
         self.ports = {port.number: port for port in ports}
         self.slot = slot
         self.queues = {number: PortQueues(number, priority_count, queue_depth) for number in self.ports}
@@ -161,47 +153,66 @@ class DataPlane:
             self._admit = self._admit_lossless  # type: ignore[method-assign]
         self._injected: deque[bytes] = deque()
         self._active: set[int] = set()
-        self._stopping = False
-        self._wake_read, self._wake_write = os.pipe()
-        os.set_blocking(self._wake_read, False)
-        os.set_blocking(self._wake_write, False)
-        self._thread: threading.Thread | None = None
+        #: the forwarding loop that serves this card (its own, made by ``start()``, or a process's shared one)
+        self.loop: ForwardingLoop | None = None
+        self._own_loop = False
+        self._on_failure = on_failure
+        #: why this card stopped forwarding without its loop failing ("killed")
+        self.stopped_reason: str | None = None
         self._generation = -1
         self._clock_origin_ns = time.monotonic_ns()
 
     # ----- control ---------------------------------------------------------------------------
+    @property
+    def failure(self) -> str | None:
+        """Why the card stopped forwarding, if not by ``stop()``: its loop's failure, or "killed"."""
+        loop = self.loop
+        if loop is not None and loop.failure is not None:
+            return loop.failure
+        return self.stopped_reason
+
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="dataplane", daemon=True)
-        self._thread.start()
+        """Forward in a loop of this card's own (a single-card switch)."""
+        loop = ForwardingLoop(on_failure=self._on_failure)
+        loop.add(self)
+        self._own_loop = True
+        loop.start()
 
     def alive(self) -> bool:
-        """Whether the forwarding thread runs (started, not stopped, not failed)."""
-        thread = self._thread
-        return thread is not None and thread.is_alive() and self.failure is None
+        """Whether the forwarding loop runs for this card (started, not stopped, failed or killed)."""
+        loop = self.loop
+        return loop is not None and loop.alive() and self.stopped_reason is None
 
     def stop(self) -> None:
-        self._stopping = True
-        self.wake()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-        for fd in (self._wake_read, self._wake_write):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        """Stop this card's own loop (a card of a shared loop is stopped with the loop)."""
+        if self._own_loop and self.loop is not None:
+            self.loop.stop()
+            self._own_loop = False
 
     def wake(self) -> None:
         """Make the loop re-read rates and injected packets now."""
-        try:
-            os.write(self._wake_write, b"\0")
-        except OSError:
-            pass
+        if self.loop is not None:
+            self.loop.wake()
+
+    def discard(self) -> None:
+        """The card fails (killed): its queued frames are discarded and its ports closed; loop thread only."""
+        self.stopped_reason = self.stopped_reason or "killed"
+        for queues in self.queues.values():
+            while queues.dequeue() is not None:
+                pass
+        self._active.clear()
+        self._injected.clear()
+        for port in self.ports.values():
+            port.close()
 
     def inject(self, frame: bytes) -> None:
         """Queue a frame as if received on the CPU port (a P4Runtime packet-out)."""
+        if self.stopped_reason is not None:
+            return
         self._injected.append(frame)
-        self.wake()
+        if self.loop is not None:
+            self.loop.pending.add(self)
+            self.loop.wake()
 
     def set_rate(self, rate_pps: float | None, port: int | None = None) -> None:
         for number in self._port_numbers(port):
@@ -248,10 +259,11 @@ class DataPlane:
 
     def health(self) -> dict[str, Any]:
         """Whether the forwarding loop runs, why it stopped, and the age of its heartbeat (s)."""
+        loop = self.loop
         return {
             "alive": self.alive(),
             "failure": self.failure,
-            "beat_age_s": None if self._thread is None else round(time.monotonic() - self.last_beat, 3),
+            "beat_age_s": loop.beat_age() if loop is not None else None,
         }
 
     # ----- lossless (PFC) hooks ------------------------------------------------------------------
@@ -289,54 +301,34 @@ class DataPlane:
     def _now_us(self) -> int:
         return (time.monotonic_ns() - self._clock_origin_ns) // 1000
 
-    def _run(self) -> None:
-        """The forwarding loop; any exception ends it *loudly*: recorded, logged, reported to ``on_failure``.
+    def serve(self, ports: list[Port]) -> int:
+        """One batch of this card (called by the forwarding loop): PFC timers, a new pipeline's flush,
+        the readable ``ports``, injected frames, then the queues; with the pipeline lock held.
 
-        Per-packet errors are counted where they happen (``_packet_error``); what reaches
-        here is a failure of the loop itself, after which nothing would be forwarded.
+        Returns the number of control-plane threads waiting for the lock (the loop then yields).
         """
-        try:
-            self._loop()
-        except BaseException as error:
-            self.failure = f"{type(error).__name__}: {error}"
-            log.critical("data plane stopped: %s", self.failure, exc_info=True)
-            if self.on_failure is not None:
-                self.on_failure(self.failure)
-
-    def _loop(self) -> None:
-        poller = select.poll()
-        by_fd: dict[int, Port] = {}
-        for port in self.ports.values():
-            fd = port.sock.fileno()
-            by_fd[fd] = port
-            poller.register(fd, select.POLLIN)
-        poller.register(self._wake_read, select.POLLIN)
         slot = self.slot
-        while not self._stopping:
-            self.last_beat = time.monotonic()
-            try:
-                events = poller.poll(self._timeout_ms())
-            except InterruptedError:
-                continue
-            with slot.lock:
-                pipeline = slot.pipeline
-                if self.pfc is not None:
-                    self.pfc.tick(time.monotonic())
-                if slot.generation != self._generation:
-                    self._flush_queues()
-                    self._generation = slot.generation
-                for fd, _ in events:
-                    port = by_fd.get(fd)
-                    if port is None:
-                        self._drain_wake()
-                        continue
-                    self._receive(port, pipeline)
-                if self._injected:
-                    self._receive_injected(pipeline)
-                if self._active:
-                    self._transmit(pipeline)
-            if slot.control_waiting:
-                time.sleep(CONTROL_YIELD_SECONDS)  # let a P4Runtime call take the lock before the next batch
+        with slot.lock:
+            pipeline = slot.pipeline
+            if self.pfc is not None:
+                self.pfc.tick(time.monotonic())
+            if slot.generation != self._generation:
+                self._flush_queues()
+                self._generation = slot.generation
+            for port in ports:
+                self._receive(port, pipeline)
+            if self._injected:
+                self._receive_injected(pipeline)
+            if self._active:
+                self._transmit(pipeline)
+        return slot.control_waiting
+
+    def has_work(self) -> bool:
+        """Whether the loop must serve this card again without a readable port (queues, injected, PFC)."""
+        if self._active or self._injected:
+            return True
+        pfc = self.pfc
+        return pfc is not None and pfc.next_deadline() is not None
 
     def _timeout_ms(self) -> int:
         pfc = self.pfc
@@ -359,13 +351,6 @@ class DataPlane:
             return MAX_POLL_MS
         wait = min(waits)
         return min(MAX_POLL_MS, int(wait * 1000) + (1 if wait > 0 else 0))
-
-    def _drain_wake(self) -> None:
-        try:
-            while os.read(self._wake_read, 4096):
-                pass
-        except (BlockingIOError, OSError):
-            pass
 
     def _flush_queues(self) -> None:
         for queues in self.queues.values():

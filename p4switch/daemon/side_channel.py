@@ -25,7 +25,18 @@ answers one JSON object per line:
                                      # rate null/0: unlimited, else 1e-3..1e9 (other values are refused)
     {"cmd": "set_queue_depth", "depth": 64, "port": 2}       # packets per priority queue
         -> {"ok": true}
+    {"cmd": "kill"} -> {"ok": true}   # a card of a --cards process only: the card fails at once
+                                     # (ports closed, queues discarded, P4Runtime device removed),
+                                     # then this side channel closes
     errors -> {"ok": false, "error": "..."}
+
+The process side channel of a --cards process (``--process-control unix:PATH``):
+
+    {"cmd": "health"} -> {"ok": true, "alive": true, "failure": null, "beat_age_s": 0.01,
+                          "cards": {"3": {"alive": true, "failure": null},
+                                    "4": {"alive": false, "failure": "killed"}, ...}}
+
+All side channels of a process are served by one thread (``ControlHub``, ``selectors``).
 
 ``request(port, message)`` is the client side.
 """
@@ -35,8 +46,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import selectors
 import socket
-import socketserver
 import stat
 import threading
 from collections.abc import Callable
@@ -47,86 +58,244 @@ from p4switch.daemon.addresses import UNIX_PREFIX
 log = logging.getLogger("twinnet.switch.control")
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
+#: the longest request line read (a request is a small JSON object); a longer one closes the connection
+MAX_REQUEST_BYTES = 64 * 1024
+#: how often the serving thread looks at its stop flag while idle
+POLL_SECONDS = 0.2
 
 
-class _LineHandler(socketserver.StreamRequestHandler):
-    def handle(self) -> None:
-        for line in self.rfile:
-            if not line.strip():
-                continue
-            try:
-                message = json.loads(line)
-                if not isinstance(message, dict):
-                    raise ValueError("a request is a JSON object")
-                answer = self.server.dispatch(message)  # type: ignore[attr-defined]
-            except Exception as error:  # answer every malformed request, keep serving
-                answer = {"ok": False, "error": f"{type(error).__name__}: {error}"}
-            self.wfile.write(json.dumps(answer).encode() + b"\n")
-            self.wfile.flush()
+def answer_line(line: bytes, dispatch: Handler) -> bytes:
+    """The answer line (JSON + newline) to one request line; every malformed request gets an error."""
+    try:
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise ValueError("a request is a JSON object")
+        answer = dispatch(message)
+    except Exception as error:  # answer every malformed request, keep serving
+        answer = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+    return json.dumps(answer).encode() + b"\n"
 
 
-class _Server(socketserver.ThreadingTCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], dispatch: Handler) -> None:
-        self.dispatch = dispatch
-        super().__init__(address, _LineHandler)
-
-
-class _UnixServer(socketserver.ThreadingUnixStreamServer):
-    daemon_threads = True
-
-    def __init__(self, path: str, dispatch: Handler) -> None:
-        self.dispatch = dispatch
+def listening_socket(target: int | str, host: str = "127.0.0.1") -> socket.socket:
+    """A listening socket: ``unix:/path`` (owner-only; a stale one replaced) or a TCP port on ``host``."""
+    if isinstance(target, str):
+        if not target.startswith(UNIX_PREFIX):
+            raise ValueError(f"side channel address must be unix:/path, not {target!r}")
+        path = target[len(UNIX_PREFIX) :]
         if os.path.exists(path) and stat.S_ISSOCK(os.lstat(path).st_mode):
             os.unlink(path)  # a socket file left by a switch that was killed
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)  # the socket file is the owner's only (its folder should be too)
         try:
-            super().__init__(path, _LineHandler)
+            sock.bind(path)
+        except OSError:
+            sock.close()
+            raise
         finally:
             os.umask(old_umask)
+    else:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, target))
+        except OSError:
+            sock.close()
+            raise
+    sock.listen(16)
+    sock.setblocking(False)
+    return sock
 
 
-class ControlServer:
-    """Serves the side channel in a background thread, on a loopback TCP port or a Unix socket.
-
-    ``target``: a TCP port (0 picks one) on ``host``, or ``unix:/path``.
-    """
+class Listener:
+    """One side channel (a card's, or the process's): its listening socket, handler and connections."""
 
     def __init__(self, target: int | str, dispatch: Handler, host: str = "127.0.0.1") -> None:
-        self.path: str | None = None
-        self._server: socketserver.BaseServer
-        if isinstance(target, str):
-            if not target.startswith(UNIX_PREFIX):
-                raise ValueError(f"side channel address must be unix:/path, not {target!r}")
-            self.path = target[len(UNIX_PREFIX) :]
-            self._server = _UnixServer(self.path, dispatch)
-            self.port: int | None = None
-        else:
-            self._server = _Server((host, target), dispatch)
-            self.port = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name="control", daemon=True
-        )
+        self.dispatch = dispatch
+        self.path = target[len(UNIX_PREFIX) :] if isinstance(target, str) else None
+        self.sock = listening_socket(target, host)
+        self.port: int | None = None if self.path is not None else self.sock.getsockname()[1]
+        self.connections: set[_Connection] = set()
+        self.closing = False
 
     @property
     def address(self) -> str:
         """Where a client connects: ``unix:/path`` or the TCP port's number as text."""
         return f"{UNIX_PREFIX}{self.path}" if self.path is not None else str(self.port)
 
+
+class _Connection:
+    __slots__ = ("sock", "listener", "inbox", "outbox")
+
+    def __init__(self, sock: socket.socket, listener: Listener) -> None:
+        self.sock = sock
+        self.listener = listener
+        self.inbox = b""
+        self.outbox = b""
+
+
+class ControlHub:
+    """Serves any number of side channels from one thread (selectors): one JSON request per line.
+
+    A handler runs in this thread; it may ask for its own side channel to be closed after
+    its answer (``close_after_answer``), as a killed card does.
+    """
+
+    def __init__(self) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = []
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+
+    def add(self, target: int | str, dispatch: Handler, host: str = "127.0.0.1") -> Listener:
+        """Listen on ``target`` (``unix:/path`` or a TCP port, 0 picks one) for ``dispatch``."""
+        listener = Listener(target, dispatch, host)
+        with self._lock:
+            self._listeners.append(listener)
+            self._selector.register(listener.sock, selectors.EVENT_READ, listener)
+        return listener
+
+    def close_after_answer(self, listener: Listener) -> None:
+        """Accept nothing more on ``listener`` and close its connections once their answers are out."""
+        listener.closing = True
+
     def start(self) -> None:
+        self._thread = threading.Thread(target=self._serve, name="control", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-        if self.path is not None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        with self._lock:
+            for listener in list(self._listeners):
+                self._close_listener(listener)
+            self._selector.close()
+
+    def _serve(self) -> None:
+        while not self._stopping.is_set():
+            for key, events in self._selector.select(POLL_SECONDS):
+                try:
+                    if isinstance(key.data, Listener):
+                        self._accept(key.data)
+                    elif events & selectors.EVENT_READ:
+                        self._read(key.data)
+                    else:
+                        self._flush(key.data)
+                except Exception:  # one broken connection must not stop the side channels
+                    log.exception("side channel connection failed")
+                    if isinstance(key.data, _Connection):
+                        self._close(key.data)
+            with self._lock:
+                for listener in [item for item in self._listeners if item.closing]:
+                    self._close_listener(listener)
+
+    def _accept(self, listener: Listener) -> None:
+        try:
+            sock, _ = listener.sock.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        sock.setblocking(False)
+        connection = _Connection(sock, listener)
+        listener.connections.add(connection)
+        self._selector.register(sock, selectors.EVENT_READ, connection)
+
+    def _read(self, connection: _Connection) -> None:
+        try:
+            data = connection.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._close(connection)
+            return
+        connection.inbox += data
+        while b"\n" in connection.inbox:
+            line, _, connection.inbox = connection.inbox.partition(b"\n")
+            if line.strip():
+                connection.outbox += answer_line(line, connection.listener.dispatch)
+        if len(connection.inbox) > MAX_REQUEST_BYTES:
+            self._close(connection)
+            return
+        if connection.listener.closing:  # the handler closed its side channel: gone before the answer is read
+            with self._lock:
+                self._close_listener(connection.listener)
+            return
+        self._flush(connection)
+
+    def _flush(self, connection: _Connection) -> None:
+        if connection.outbox:
             try:
-                os.unlink(self.path)
+                sent = connection.sock.send(connection.outbox)
+                connection.outbox = connection.outbox[sent:]
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                self._close(connection)
+                return
+        if connection.sock.fileno() < 0:
+            return
+        wanted = selectors.EVENT_READ | (selectors.EVENT_WRITE if connection.outbox else 0)
+        if self._selector.get_key(connection.sock).events != wanted:
+            self._selector.modify(connection.sock, wanted, connection)
+
+    def _close(self, connection: _Connection) -> None:
+        try:
+            self._selector.unregister(connection.sock)
+        except (KeyError, ValueError):
+            pass
+        connection.sock.close()
+        connection.listener.connections.discard(connection)
+
+    def _close_listener(self, listener: Listener) -> None:
+        """Close a listener, then its connections (what they have not yet sent is tried once more)."""
+        try:
+            self._selector.unregister(listener.sock)
+        except (KeyError, ValueError):
+            pass
+        listener.sock.close()
+        if listener.path is not None:
+            try:
+                os.unlink(listener.path)
             except OSError:
                 pass
+        for connection in list(listener.connections):
+            if connection.outbox:
+                try:
+                    connection.sock.setblocking(True)
+                    connection.sock.settimeout(1.0)
+                    connection.sock.sendall(connection.outbox)
+                except OSError:
+                    pass
+            self._close(connection)
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+
+class ControlServer:
+    """One side channel served by a thread of its own, on a loopback TCP port or a Unix socket.
+
+    ``target``: a TCP port (0 picks one) on ``host``, or ``unix:/path``.
+    """
+
+    def __init__(self, target: int | str, dispatch: Handler, host: str = "127.0.0.1") -> None:
+        self._hub = ControlHub()
+        self._listener = self._hub.add(target, dispatch, host)
+        self.path = self._listener.path
+        self.port = self._listener.port
+
+    @property
+    def address(self) -> str:
+        """Where a client connects: ``unix:/path`` or the TCP port's number as text."""
+        return self._listener.address
+
+    def start(self) -> None:
+        self._hub.start()
+
+    def stop(self) -> None:
+        self._hub.stop()
 
 
 def request(

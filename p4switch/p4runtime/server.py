@@ -81,10 +81,16 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._stream_keys = itertools.count(1)
         self._config_lock = threading.Lock()
         self.stopping = threading.Event()
+        self._outboxes: dict[int, queue.SimpleQueue] = {}
 
     def stop(self) -> None:
         """The switch is stopping: a running Write batch ends at its next slice (the rest UNAVAILABLE)."""
         self.stopping.set()
+
+    def end_streams(self) -> None:
+        """End every open StreamChannel of this device (the device is gone: a card killed)."""
+        for outbox in list(self._outboxes.values()):
+            outbox.put(None)
 
     # ----- helpers ---------------------------------------------------------------------------
     def _check_device(self, device_id: int) -> None:
@@ -278,6 +284,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         outbox: queue.SimpleQueue = queue.SimpleQueue()
         key = next(self._stream_keys)
         context.add_callback(lambda: outbox.put(None))
+        self._outboxes[key] = outbox
+        if self.stopping.is_set():
+            outbox.put(None)
         reader = threading.Thread(
             target=self._read_stream,
             args=(key, request_iterator, outbox),
@@ -294,6 +303,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     abort(context, item)
                 yield item
         finally:
+            self._outboxes.pop(key, None)
             self.arbitration.remove(key)
 
     def _read_stream(self, key: int, request_iterator: Iterator, outbox: queue.SimpleQueue) -> None:
@@ -324,9 +334,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
 
 def start_p4runtime_server(
-    address: str, service: P4RuntimeService, workers: int = 16
+    address: str, service: p4runtime_pb2_grpc.P4RuntimeServicer, workers: int = 16
 ) -> tuple[grpc.Server, int]:
     """Serve ``service`` on ``address`` (HOST:PORT, port 0 picks one); returns the server and its port.
+
+    An open StreamChannel holds a worker for its life: ``workers`` must exceed the streams
+    expected (the pool starts its threads only when needed).
 
     Raises OSError when the address cannot be bound.
     """

@@ -14,13 +14,16 @@ import sys
 import threading
 import time
 
+import pytest
+
 from p4switch.daemon.cli import EXIT_DATAPLANE_FAILED
 from p4switch.daemon.dataplane import MAX_POLL_MS, DataPlane
+from p4switch.daemon.loop import ForwardingLoop
 from p4switch.daemon.program import PipelineSlot
 from p4switch.daemon.queues import MIN_RATE_PPS, RATE_BURST_PACKETS
 
 
-def test_a_failing_loop_is_recorded_and_reported() -> None:
+def test_a_failing_loop_is_recorded_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     reported: list[str] = []
     done = threading.Event()
 
@@ -30,10 +33,10 @@ def test_a_failing_loop_is_recorded_and_reported() -> None:
 
     dataplane = DataPlane([], PipelineSlot(), on_failure=on_failure)
 
-    def broken_timeout() -> int:
+    def broken_timeout(self: ForwardingLoop) -> int:
         raise OverflowError("timeout is too large")
 
-    dataplane._timeout_ms = broken_timeout  # type: ignore[method-assign]
+    monkeypatch.setattr(ForwardingLoop, "_timeout_ms", broken_timeout)
     dataplane.start()
     try:
         assert done.wait(2.0)
@@ -75,7 +78,7 @@ def test_the_slowest_rate_keeps_the_poll_timeout_bounded() -> None:
 
 FAILING_SWITCH = """
 import sys, time
-from p4switch.daemon import dataplane, cli
+from p4switch.daemon import loop, cli
 calls = 0
 def failing_timeout(self):
     global calls
@@ -84,7 +87,7 @@ def failing_timeout(self):
         print(f"FAILED-AT {time.monotonic()!r}", flush=True)
         raise OverflowError("timeout is too large")
     return 50
-dataplane.DataPlane._timeout_ms = failing_timeout
+loop.ForwardingLoop._timeout_ms = failing_timeout
 sys.exit(cli.main(["--no-p4", "--thrift-port", "0", "--", "--grpc-server-addr", "127.0.0.1:0"]))
 """
 
