@@ -114,6 +114,7 @@ class CardGroup:
     def write_cards_file(self) -> None:
         from p4switch.daemon.host_config import CardConfig, write_cards_file
 
+        self.cards_file.parent.mkdir(parents=True, exist_ok=True)
         write_cards_file(
             self.cards_file,
             [

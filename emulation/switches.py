@@ -132,6 +132,7 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         params.setdefault("inNamespace", False)
         params.setdefault("dpid", f"{card_id + 1:x}")
         super().__init__(name, run_env=run_env, **params)
+        self._made = True
 
     # -- Mininet's node shell: only when a command needs it -----------------------
 
@@ -144,11 +145,23 @@ class P4CardSwitch(MarkedPopenMixin, Switch):
         if getattr(self, "_shell_wanted", False):
             super().startShell(mnopts)
 
+    def cmd(self, *args, **kwargs) -> str | None:
+        """Run a command in the card's shell, started on first use (``ifconfig lo up`` of Mininet's
+        own set-up, which the root namespace does not need, is skipped while the node is made)."""
+        if self.shell is None:
+            if not getattr(self, "_made", False):
+                return ""
+            self._start_shell_now()
+        return super().cmd(*args, **kwargs)
+
     def sendCmd(self, *args, **kwargs) -> None:  # noqa: N802 - Mininet's method name
         if self.shell is None:
-            self._shell_wanted = True
-            self.startShell()
+            self._start_shell_now()
         super().sendCmd(*args, **kwargs)
+
+    def _start_shell_now(self) -> None:
+        self._shell_wanted = True
+        self.startShell()
 
     # -- what subclasses say ----------------------------------------------------
 
