@@ -69,7 +69,7 @@ def test_one_request_tells_the_health_of_every_card_of_a_process(network) -> Non
     for group in network.groups:
         answer = group.health(2.0)
         assert answer["ok"] and answer["alive"] and answer["beat_age_s"] < 1.0
-        assert sorted(answer["cards"], key=int) == sorted(str(card.device_id) for card in group.cards)
+        assert sorted(map(int, answer["cards"])) == sorted(card.device_id for card in group.cards)
         assert all(entry["alive"] for entry in answer["cards"].values())
 
 
