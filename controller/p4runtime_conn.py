@@ -101,6 +101,8 @@ class StreamSession:
         self._arbitrations: queue.SimpleQueue = queue.SimpleQueue()
         self._call = stub.StreamChannel(iter(self._requests.get, None))
         self.arbitration: p4runtime_pb2.MasterArbitrationUpdate | None = None
+        #: why the stream ended, when the card ended it ("NOT_FOUND: device id 3 is not served ...")
+        self.ended: str | None = None
         self._reader = threading.Thread(target=self._read, name="p4rt-session", daemon=True)
         self._reader.start()
 
@@ -110,8 +112,10 @@ class StreamSession:
                 if message.HasField("arbitration"):
                     self.arbitration = message.arbitration
                     self._arbitrations.put(message.arbitration)
-        except grpc.RpcError:
-            pass  # the stream ended (card gone, or closed by us): arbitrate() reports it
+        except grpc.RpcError as error:  # the stream ended (card gone, or closed by us): arbitrate() says so
+            code = error.code() if hasattr(error, "code") else None
+            if code is not None and code != grpc.StatusCode.CANCELLED:
+                self.ended = f"{code.name}: {error.details() if hasattr(error, 'details') else error}"
         finally:
             self._arbitrations.put(None)
 
@@ -132,6 +136,8 @@ class StreamSession:
         except queue.Empty:
             reply = None
         if reply is None:
+            if self.ended is not None:
+                raise ConnectionError(f"the StreamChannel ended: {self.ended}")
             raise ConnectionError(f"no arbitration reply on the StreamChannel within {timeout:.0f} s")
         return reply
 

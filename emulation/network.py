@@ -369,7 +369,6 @@ class TwinnetNetwork:
         return self.side_channel_port_base + card_id
 
     def _create_nodes(self) -> None:
-        logs = self.out_dir / "logs"
 
         def make_card(card) -> P4CardSwitch:
             group = self._group_of.get(card.card_id)
@@ -378,7 +377,7 @@ class TwinnetNetwork:
                 card.name,
                 card_id=card.card_id,
                 program=self.program,
-                log_path=group.log_path if group is not None else logs / f"{card.name}.log",
+                log_path=self._log_path(card),
                 **extra,
                 grpc_port=self._grpc_port(card.card_id),
                 side_channel_port=self._side_channel_port(card.card_id),
@@ -452,6 +451,11 @@ class TwinnetNetwork:
         group = self._group_of.get(card.card_id)
         return (group.grpc_address if group is not None else grpc), control
 
+    def _log_path(self, card) -> Path:
+        """The log of the card's switch process: its own, or its shared process's."""
+        group = self._group_of.get(card.card_id)
+        return group.log_path if group is not None else self.out_dir / "logs" / f"{card.name}.log"
+
     def _plan_groups(self, switch_processes: int | None) -> list[CardGroup]:
         """The shared switch processes and their cards (none if the target or control keeps one per card)."""
         shares = getattr(self.switch_class, "shares_processes", False)
@@ -497,7 +501,7 @@ class TwinnetNetwork:
                 target=self.switch_class.target_name,
                 p4info=str(self.program.p4info) if self.program.p4info else None,
                 device_config=str(self.program.device_config),
-                log=str(self.out_dir / "logs" / f"{card.name}.log"),
+                log=str(self._log_path(card)),
                 interfaces=[
                     veths.interface_name(ref)
                     for ref in self.topology.card_ports(card.name)
