@@ -113,3 +113,5 @@ class ProgramModel:
     drop_port: int = 511
     direct_actions: list[str] = field(default_factory=list)  # called by a control body (in P4Info)
     uses_externs: bool = False  # an extern is used (P4Info has type_info)
+    uses_special_ops: bool = False  # clone, resubmit, recirculate or truncate is called
+    field_lists: dict[int, list[str]] = field(default_factory=dict)  # @field_list index -> metadata paths

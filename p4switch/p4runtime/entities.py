@@ -31,6 +31,7 @@ from p4switch.p4runtime.info import (
     encode_bytestring,
     invalid,
 )
+from p4switch.p4runtime.replication import ReplicationEntities
 
 Undo = Callable[[], None]
 MatchKey = tuple
@@ -52,6 +53,8 @@ class PipelineEntities:
     def __init__(self, pipeline: Any, index: P4InfoIndex) -> None:
         self.pipeline = pipeline
         self.index = index
+        pre = getattr(pipeline, "pre", None)  # the language core's replication engine
+        self.replication = ReplicationEntities(pre) if pre is not None else None
         # table id -> match key -> (action, params) of the installed entry: MODIFY and DELETE find the
         # entry (and what undoes them) in O(1), without scanning the core's table
         self.keys: dict[int, dict[MatchKey, tuple[str, tuple]]] = {}
@@ -69,6 +72,8 @@ class PipelineEntities:
             return self._write_table_entry(update.type, update.entity.table_entry)
         if which == "register_entry":
             return self._write_register_entry(update.type, update.entity.register_entry)
+        if which == "packet_replication_engine_entry" and self.replication is not None:
+            return self.replication.write(update.type, update.entity.packet_replication_engine_entry)
         if which is None:
             raise invalid("update carries no entity")
         raise P4RuntimeError(code_pb2.UNIMPLEMENTED, f"writing {which} is not supported by this target")
@@ -296,6 +301,8 @@ class PipelineEntities:
                 yield result
         elif which == "register_entry":
             yield from self._read_registers(entity.register_entry)
+        elif which == "packet_replication_engine_entry" and self.replication is not None:
+            yield from self.replication.read(entity.packet_replication_engine_entry)
         else:
             raise P4RuntimeError(code_pb2.UNIMPLEMENTED, f"reading {which} is not supported by this target")
 

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from p4switch.errors import EntryError, PacketError
 from p4switch.runtime import support as runtime
+from p4switch.runtime.replication import ReplicationEngine
 from p4switch.runtime.support import Counter, ExitPipeline, PacketIn, ParserError, Register
 from p4switch.runtime.tables import Entry, Table
+from p4switch.runtime.traffic_manager import TrafficManager
 
 if TYPE_CHECKING:
     from p4switch.compiler.compile import CompiledProgram
@@ -33,7 +35,16 @@ def stage_error(stage: str, error: Exception) -> Exception:
 class IngressResult:
     """Outcome of the ingress half of the pipeline; `state` carries the packet to egress."""
 
-    __slots__ = ("dropped", "egress_spec", "priority", "packet_length", "mcast_grp", "state", "parser_error")
+    __slots__ = (
+        "dropped",
+        "egress_spec",
+        "priority",
+        "packet_length",
+        "mcast_grp",
+        "state",
+        "parser_error",
+        "replicate",
+    )
 
     def __init__(
         self,
@@ -44,8 +55,13 @@ class IngressResult:
         mcast_grp: int,
         state: Any,
         parser_error: int = 0,
+        replicate: bool = False,
     ) -> None:
-        """Keep the ingress outcome and the packet state for egress."""
+        """Keep the ingress outcome and the packet state for egress.
+
+        `replicate`: the packet needs the replication engine (``Pipeline.replicate``) before
+        the queues: a multicast group, or a clone or resubmit request.
+        """
         self.dropped = dropped
         self.egress_spec = egress_spec
         self.priority = priority
@@ -53,6 +69,7 @@ class IngressResult:
         self.mcast_grp = mcast_grp
         self.state = state
         self.parser_error = parser_error  # standard_metadata.parser_error (0: none), for the switch's counter
+        self.replicate = replicate
 
     def copy(self) -> IngressResult:
         """An independent copy (headers, metadata, standard metadata), e.g. one per multicast replica."""
@@ -68,6 +85,7 @@ class IngressResult:
             self.mcast_grp,
             state,
             self.parser_error,
+            self.replicate,
         )
 
     def __repr__(self) -> str:
@@ -149,6 +167,11 @@ class Pipeline:
         self._run_egress = ns["run_egress"]
         self._run_fused = ns["run_fused"]
         self._drop_port = model.drop_port
+        #: multicast groups and clone sessions (P4Runtime's PacketReplicationEngineEntry, STF mc_* verbs)
+        self.pre = ReplicationEngine()
+        #: the program calls clone/resubmit/recirculate/truncate: every packet passes the traffic manager
+        self.special_ops = model.uses_special_ops
+        self.traffic = TrafficManager(self, ns)
 
     # ================================================================ data plane
     def raw_entry_points(self) -> tuple[Callable[..., Any], Callable[..., bytes | None], int]:
@@ -187,17 +210,44 @@ class Pipeline:
             raise
         except Exception as exc:  # a bug or unsupported situation in this packet's processing
             raise stage_error("ingress", exc) from exc
+        return self.result_of(state)
+
+    def result_of(self, state: Any) -> IngressResult:
+        """The IngressResult of a packet state as ``run_ingress`` (or ``run_fused``'s queue hook) gives it."""
         sm = state[2]
         spec = sm.f_egress_spec
+        replicate = bool(sm.f_mcast_grp) or (self.special_ops and self.traffic.has_requests(sm))
         return IngressResult(
-            spec == self._drop_port,
+            spec == self._drop_port and not replicate,
             spec,
             sm.f_priority,
             sm.f_packet_length,
             sm.f_mcast_grp,
             state,
             sm.f_parser_error,
+            replicate,
         )
+
+    def replicate(self, result: IngressResult) -> list[IngressResult]:
+        """What the traffic manager queues for one ingress result, in simple_switch's order.
+
+        Ingress clones first, then (after any resubmission, which runs ingress again) the
+        multicast copies or the unicast packet; each result's ``egress_spec`` is its egress
+        port. Uses the result's state up.
+        """
+        return self.traffic.after_ingress(result)
+
+    def take_pending(self) -> list[IngressResult]:
+        """Packets the last ``egress`` calls made besides their frame (egress clones,
+        recirculated packets after their new ingress), ready for the queues."""
+        pending = self.traffic.pending
+        self.traffic.pending = []
+        return pending
+
+    @property
+    def pending(self) -> bool:
+        """Whether ``take_pending`` has packets."""
+        return bool(self.traffic.pending)
 
     def egress(
         self,

@@ -9,6 +9,7 @@ from p4switch.compiler.codegen.common import (
     int_src,
 )
 from p4switch.compiler.codegen.headers import packed_src
+from p4switch.compiler.codegen.special_ops import SPECIAL_OPS
 from p4switch.compiler.expressions import Expr, ExpressionCompiler, wrap_src
 from p4switch.compiler.types import (
     BitT,
@@ -123,6 +124,9 @@ class ExternGen:
     def _extern_function_call(self, name: str, args, node, exprs: ExpressionCompiler, ctx, indent) -> None:
         """A v1model/core extern function call statement."""
         c = self.code
+        if name in SPECIAL_OPS:
+            self._special_op_call(name, args, node, exprs, indent)
+            return
         if name in UNSUPPORTED_EXTERN_FUNCTIONS:
             raise self.fail(
                 node, f"{UNSUPPORTED_EXTERN_FUNCTIONS[name]} is not supported by the embedded target"
