@@ -11,6 +11,7 @@ from p4switch.compiler.codegen.common import (
     Code,
     InstanceInfo,
 )
+from p4switch.compiler.codegen.copies import scalar_outs
 from p4switch.compiler.expressions import Binding, ExpressionCompiler, Scope
 from p4switch.compiler.model import (
     CounterSpec,
@@ -46,8 +47,15 @@ class ControlGen:
         scope = Scope({}, self.global_scope)
         for pname, direction, ptype in params:
             scope.names[pname] = self.param_binding(pname, ptype, direction)
-        slot_names: list[str] = []
+        # out/inout scalars live in the locals object, where the control's actions write them too;
+        # the function returns them after its (None) result, as a function does (copies.scalar_outs)
+        outs = scalar_outs(params)
+        slot_names: list[str] = [f"p_{pname}" for pname in outs]
         init = Code()
+        for pname, _, ptype in params:
+            if pname in outs:
+                scope.names[pname] = Binding("var", f"LV.p_{pname}", ptype)
+                init.add(0, f"LV.p_{pname} = p_{pname}")
         ctx = BlockContext(scope, "control", name)
         self.current_params = params
         self.current_role = role
@@ -65,7 +73,11 @@ class ControlGen:
         self.gen_context_setup(name, slot_names, init, pnames, f"def ctl_{name}(_sm, {pnames}):")
         setup_end = len(self.code.lines)
         apply_ctx = BlockContext(scope.child(), "control", name)
+        self._return_tail = "".join(f", LV.p_{pname}" for pname in outs) or None
         self.gen_block(node.children[-1], apply_ctx, 1)
+        if outs:
+            self.code.add(1, f"return (None{self._return_tail})")
+        self._return_tail = None
         body = self.code.lines[setup_end:]
         if body == ["    pass"] and not slot_names:
             self._empty_controls.add(f"ctl_{name}")
@@ -197,9 +209,6 @@ class ControlGen:
         if args_node is not None and any(a is not None for a in args_node.children):
             raise self.fail(node, "controls with constructor parameters are not supported")
         params = self.block_params(control)
-        for _, direction, ptype in params:
-            if direction in ("out", "inout") and ptype.is_scalar():
-                raise self.fail(node, f"{direction} scalar parameters of applied controls are not supported")
         saved = (self.control_prefix, self.current_params, self.current_role)
         self.gen_control(control, saved[2], instance)  # a module-level function, before the outer one
         self.control_prefix, self.current_params, self.current_role = saved
