@@ -90,6 +90,15 @@ def test_out_and_inout_scalars_of_an_applied_control(tmp_path: Path, fused: bool
 
 
 @PATHS
+def test_default_action_with_the_arguments_the_actions_list_binds(tmp_path: Path, fused: bool) -> None:
+    """``actions = { put(hdr.h.b); }`` and ``default_action = put(hdr.h.b, 5)``: the table is empty, so
+    every packet misses and runs put(hdr.h.b, 5): b becomes 5."""
+    locals_ = """action put(inout bit<8> x, bit<8> v) { x = v; }
+    table t { key = { hdr.h.a : exact; } actions = { put(hdr.h.b); } default_action = put(hdr.h.b, 5); }"""
+    run(tmp_path, [("10 20 30 40", "10 05 30 40")], fused, locals_=locals_, body="t.apply();")
+
+
+@PATHS
 def test_self_assignment_keeps_the_value(tmp_path: Path, fused: bool) -> None:
     """``sm = sm`` keeps egress_spec (the frame still leaves on port 1); ``hdr.h = hdr.h`` keeps h valid."""
     locals_ = "action a() { sm = sm; hdr.h = hdr.h; }"

@@ -48,6 +48,7 @@ class TableGen:
         action_refs: list[ActionRefSpec] = []
         action_specs: dict[str, ActionSpec] = {}
         bound_functions: dict[str, str] = {}
+        bound_args: dict[str, list] = {}  # action -> the directional arguments the actions list binds
         default = None
         default_const = False
         size = 1024
@@ -94,6 +95,7 @@ class TableGen:
                     bound = [a for a in ref_args if a is not None]
                     if bound:
                         bound_functions[spec.name] = self._bound_action(spec, bound, ref, scope, params, fq)
+                        bound_args[self.name_of(ref.children[1])] = bound
                     scope_kind = "TABLE_AND_DEFAULT"
                     if "tableonly" in rann:
                         scope_kind = "TABLE_ONLY"
@@ -146,7 +148,7 @@ class TableGen:
                 action_refs.append(ActionRefSpec("NoAction", "DEFAULT_ONLY", {"defaultonly": []}))
                 action_specs["NoAction"] = default_spec
         else:
-            default_spec, default_args = self._action_call(default, scope, action_specs)
+            default_spec, default_args = self._action_call(default, scope, action_specs, bound_args)
         spec = TableSpec(
             fq,
             gname,
@@ -163,7 +165,9 @@ class TableGen:
             bound_functions=bound_functions,
         )
         if const_entries_node is not None:
-            spec.const_entries = self._const_entries(const_entries_node, keys, key_types, scope, action_specs)
+            spec.const_entries = self._const_entries(
+                const_entries_node, keys, key_types, scope, action_specs, bound_args
+            )
         if fq in self.model.tables:
             raise self.fail(node, f"duplicate table name {fq}")
         self.model.tables[fq] = spec
@@ -218,9 +222,13 @@ class TableGen:
         return text
 
     def _action_call(
-        self, node, scope: Scope, allowed: dict[str, ActionSpec]
+        self, node, scope: Scope, allowed: dict[str, ActionSpec], bound_args: dict[str, list] | None = None
     ) -> tuple[ActionSpec, list[int]]:
-        """An action call with constant arguments (default_action, const entries)."""
+        """An action call with constant arguments (default_action, const entries).
+
+        For an action whose directional arguments the actions list binds (``a(hdr.x)``), the call
+        gives them first, as written there (``default_action = a(hdr.x, 5)``).
+        """
         if isinstance(node, Tree) and node.data == "call":
             callee, args_node = node.children
             args = [a for a in (args_node.children if args_node is not None else []) if a is not None]
@@ -233,6 +241,15 @@ class TableGen:
         if name not in allowed:
             raise self.fail(node, f"action {name} is not in the table's actions list")
         spec = allowed[name]
+        bound = (bound_args or {}).get(name, [])
+        if bound and len(args) == len(bound) + len(spec.params):
+            for given, listed in zip(args, bound, strict=False):
+                if expression_text(given) != expression_text(listed):
+                    raise self.fail(
+                        given,
+                        f"{expression_text(given)} is not the argument the actions list binds for {name}",
+                    )
+            args = args[len(bound) :]
         if len(args) != len(spec.params):
             raise self.fail(
                 node, f"action {name} takes {len(spec.params)} control-plane arguments, got {len(args)}"
@@ -246,7 +263,9 @@ class TableGen:
             values.append(int(expr.const) & mask(param.width))
         return spec, values
 
-    def _const_entries(self, node: Tree, keys, key_types, scope: Scope, allowed) -> list[ConstEntrySpec]:
+    def _const_entries(
+        self, node: Tree, keys, key_types, scope: Scope, allowed, bound_args: dict[str, list] | None = None
+    ) -> list[ConstEntrySpec]:
         """const entries in the control-plane match format, first entry highest priority."""
         entries_nodes = [e for e in node.children if isinstance(e, Tree) and e.data == "entry"]
         exprs = ExpressionCompiler(self, scope)
@@ -272,7 +291,7 @@ class TableGen:
                 value = self._entry_key_value(element, key, ktype, exprs)
                 if value is not None:
                     match[key.name] = value
-            spec, args = self._action_call(action_node, scope, allowed)
+            spec, args = self._action_call(action_node, scope, allowed, bound_args)
             result.append(ConstEntrySpec(match, spec.name, tuple(args), priority))
         return result
 
