@@ -122,6 +122,8 @@ def fused_or_plain(python_source: str, model: ProgramModel) -> str:
     python_source = hoist_stack_element_writes(python_source)
     if model.uses_special_ops:  # run_fused only hands every packet to the traffic manager
         return python_source
+    if model.meters or model.direct_meters:  # meter colours pass through the standard metadata object
+        return python_source
     table_actions = {
         table.global_name: list(
             dict.fromkeys(

@@ -134,6 +134,7 @@ class TableInfo:
     is_const: bool
     size: int = 0
     direct_counter: str | None = None
+    direct_meter: str | None = None
     fields_by_id: dict[int, MatchFieldInfo] = field(default_factory=dict)
     fields_by_name: dict[str, MatchFieldInfo] = field(default_factory=dict)
     needs_priority: bool = False
@@ -192,6 +193,13 @@ class P4InfoIndex:
             table = self.tables.get(counter.direct_table_id)
             if table is not None:
                 table.direct_counter = counter.preamble.name
+        self.meters = {
+            m.preamble.id: ArrayInfo(m.preamble.id, m.preamble.name, m.size) for m in p4info.meters
+        }
+        for meter in p4info.direct_meters:
+            table = self.tables.get(meter.direct_table_id)
+            if table is not None:
+                table.direct_meter = meter.preamble.name
         self.registers = {
             r.preamble.id: ArrayInfo(
                 r.preamble.id,
@@ -216,6 +224,12 @@ class P4InfoIndex:
         if counter is None:
             raise P4RuntimeError(code_pb2.NOT_FOUND, f"no counter with id {counter_id} in the P4Info")
         return counter
+
+    def meter(self, meter_id: int) -> ArrayInfo:
+        meter = self.meters.get(meter_id)
+        if meter is None:
+            raise P4RuntimeError(code_pb2.NOT_FOUND, f"no meter with id {meter_id} in the P4Info")
+        return meter
 
     def register(self, register_id: int) -> ArrayInfo:
         register = self.registers.get(register_id)

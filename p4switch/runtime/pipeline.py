@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from p4switch.errors import EntryError, PacketError
 from p4switch.runtime import support as runtime
+from p4switch.runtime.meters import Meter
 from p4switch.runtime.replication import ReplicationEngine
 from p4switch.runtime.support import Counter, ExitPipeline, PacketIn, ParserError, Register
 from p4switch.runtime.tables import Entry, Table
@@ -158,6 +159,13 @@ class Pipeline:
             ns[spec.global_name] = counter
         for spec in model.direct_counters.values():
             ns[spec.global_name] = None
+        self.meters: dict[str, Meter] = {}
+        for name, spec in model.meters.items():
+            meter = Meter(name, spec.size, spec.unit)
+            self.meters[name] = meter
+            ns[spec.global_name] = meter
+        for spec in model.direct_meters.values():
+            ns[spec.global_name] = None  # its cells are the table entries' (RuntimeEntry.meter)
         self.registers: dict[str, Register] = {}
         for name, spec in model.registers.items():
             register = Register(name, spec.size, spec.width, spec.signed)
@@ -384,3 +392,38 @@ class Pipeline:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise EntryError(f"register {name}: value {value!r} does not fit in {register.width} bits")
         register.cells[index] = value
+
+    # ----- meters: (cir, cburst, pir, pburst) per second, or None for every packet GREEN
+    def _meter_cell(self, name: str, index: int):
+        meter = self.meters.get(name)
+        if meter is None:
+            raise EntryError(f"unknown meter {name!r} (meters: {sorted(self.meters)})")
+        if not isinstance(index, int) or not 0 <= index < meter.size:
+            raise EntryError(f"meter {name}: index {index!r} out of range 0..{meter.size - 1}")
+        return meter.cells[index]
+
+    def meter_set(self, name: str, index: int, config: tuple[int, int, int, int] | None) -> None:
+        """Configure one cell of an indexed meter (its buckets start full)."""
+        self._meter_cell(name, index).configure(config)
+
+    def meter_config(self, name: str, index: int) -> tuple[int, int, int, int] | None:
+        """One cell's configuration (None: the default, every packet GREEN)."""
+        return self._meter_cell(name, index).config
+
+    def _direct_meter_cell(self, table: str, match: dict, priority: int):
+        tbl = self._table(table)
+        if tbl.spec.direct_meter is None:
+            raise EntryError(f"table {table} has no direct meter")
+        return tbl.find(match, priority).meter
+
+    def direct_meter_set(
+        self, table: str, match: dict, config: tuple[int, int, int, int] | None, priority: int = 0
+    ) -> None:
+        """Configure the direct meter cell of one table entry."""
+        self._direct_meter_cell(table, match, priority).configure(config)
+
+    def direct_meter_config(
+        self, table: str, match: dict, priority: int = 0
+    ) -> tuple[int, int, int, int] | None:
+        """The configuration of one table entry's direct meter cell."""
+        return self._direct_meter_cell(table, match, priority).config

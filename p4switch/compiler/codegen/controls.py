@@ -173,8 +173,16 @@ class ControlGen:
                 raise self.fail(node, "register cells must be bit<W> or int<W> in the embedded target")
             spec = RegisterSpec(fq, gname, self.constant_int(args[0]), cell.width, isinstance(cell, IntT))
             self.model.registers[fq] = spec
-        elif type_.name in ("meter", "direct_meter"):
-            raise self.fail(node, f"extern {type_.name} is not supported by the embedded target")
+        elif type_.name == "meter":
+            if len(args) != 2:
+                raise self.fail(node, "meter(size, MeterType) takes two arguments")
+            spec = CounterSpec(fq, gname, self.constant_int(args[0]), self._meter_unit(args[1]))
+            self.model.meters[fq] = spec
+        elif type_.name == "direct_meter":
+            if len(args) != 1:
+                raise self.fail(node, "direct_meter(MeterType) takes one argument")
+            spec = CounterSpec(fq, gname, 0, self._meter_unit(args[0]))
+            self.model.direct_meters[fq] = spec
         else:
             raise self.fail(node, f"extern {type_.name} is not supported by the embedded target")
         scope.names[local] = Binding(
@@ -215,6 +223,13 @@ class ControlGen:
         function = f"ctl_{self.py_ident(instance)}"
         info = InstanceInfo("control", function, params)
         scope.names[local] = Binding("instance", function, None, info)
+
+    def _meter_unit(self, node) -> str:
+        """The MeterType member an instantiation names."""
+        expr = ExpressionCompiler(self, None).compile(node)
+        if not isinstance(expr.type, EnumT) or expr.type.name != "MeterType":
+            raise self.fail(node, "expected a MeterType")
+        return expr.info
 
     def _counter_unit(self, node) -> str:
         """The CounterType member an instantiation names."""

@@ -53,6 +53,22 @@ class ExternGen:
             return
         if info.type_name == "direct_counter" and method == "count":
             return  # counted by the table on every hit
+        if info.type_name == "meter" and method == "execute_meter":
+            if len(args) != 2:
+                raise self.fail(node, "execute_meter(index, result) takes two arguments")
+            index = exprs.compile(args[0], expected=BitT(32))
+            target = self._meter_target(args[1], exprs)
+            amount = "_sm.f_packet_length" if info.spec.unit == "bytes" else "1"
+            value = f"{info.global_name}.execute({index.src}, _sm.f_ingress_global_timestamp, {amount})"
+            c.add(indent, f"{target.src} = {value}")
+            return
+        if info.type_name == "direct_meter" and method == "read":
+            if len(args) != 1:
+                raise self.fail(node, "read(result) takes one argument")
+            target = self._meter_target(args[0], exprs)
+            c.add(indent, "_mc = getattr(_sm, '_dm', None)  # set when the table's entry was hit")
+            c.add(indent, f"if _mc is not None: {target.src} = _mc")
+            return
         if info.type_name == "register" and method == "read":
             if len(args) != 2:
                 raise self.fail(node, "read(result, index) takes two arguments")
@@ -72,6 +88,13 @@ class ExternGen:
             c.add(indent, f"{info.global_name}.write({index.src}, {value.src})")
             return
         raise self.fail(node, f"{info.type_name}.{method} is not supported")
+
+    def _meter_target(self, node, exprs: ExpressionCompiler) -> Expr:
+        """Where a meter's colour goes: a bit<W> lvalue wide enough for RED (2)."""
+        target = self._lvalue(node, exprs)
+        if not isinstance(target.type, BitT) or target.type.width < 2:
+            raise self.fail(node, f"a meter's colour goes to a bit<W> of at least 2 bits, not {target.type}")
+        return target
 
     def _data_list(self, node, exprs: ExpressionCompiler) -> list[tuple[str, int]]:
         """(source, width) pairs of a field list for checksums and hashes."""

@@ -54,6 +54,7 @@ class TableGen:
         size = 1024
         const_entries_node = None
         direct_counter = None
+        direct_meter = None
         seen: set[str] = set()
         for prop in node.children[2:]:
             kind = prop.data
@@ -130,7 +131,19 @@ class TableGen:
                             value, f"direct counter {direct_counter.name} is attached to two tables"
                         )
                     direct_counter.table = fq
-                elif pname in ("meters", "implementation"):
+                elif pname == "meters":
+                    binding = scope.lookup(expression_text(value))
+                    if (
+                        binding is None
+                        or binding.kind != "instance"
+                        or binding.info.type_name != "direct_meter"
+                    ):
+                        raise self.fail(value, "meters = must name a direct_meter")
+                    direct_meter = binding.info.spec
+                    if direct_meter.table is not None:
+                        raise self.fail(value, f"direct meter {direct_meter.name} is attached to two tables")
+                    direct_meter.table = fq
+                elif pname == "implementation":
                     raise self.fail(prop, f"table property {pname} is not supported by the embedded target")
                 elif pname == "support_timeout":
                     pass
@@ -160,6 +173,7 @@ class TableGen:
             size,
             None,
             direct_counter.name if direct_counter else None,
+            direct_meter.name if direct_meter else None,
             ann,
             hidden="hidden" in ann,
             bound_functions=bound_functions,
@@ -182,6 +196,10 @@ class TableGen:
             lines.append(f"e = {gname}.by_key.get({key_tuple}) or {gname}.default")
         else:
             lines.append(f"e = {gname}.lookup({key_tuple})")
+        if direct_meter is not None:  # its colour, for direct_meter.read() in the entry's action
+            amount = "_sm.f_packet_length" if direct_meter.unit == "bytes" else "1"
+            execute = f"e.meter.execute(_sm.f_ingress_global_timestamp, {amount})"
+            lines.append(f"_sm._dm = None if e.meter is None else {execute}")
         lines.append("e.call(L)")
         if direct_counter is not None:
             lines.append("if e.hit: e.counts[0] += 1; e.counts[1] += _sm.f_packet_length")
