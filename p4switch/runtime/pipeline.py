@@ -180,6 +180,8 @@ class Pipeline:
         #: the program calls clone/resubmit/recirculate/truncate: every packet passes the traffic manager
         self.special_ops = model.uses_special_ops
         self.traffic = TrafficManager(self, ns)
+        #: what ``take_pending`` gives (true when not empty): one list, shared with the traffic manager
+        self.pending = self.traffic.pending
 
     # ================================================================ data plane
     def raw_entry_points(self) -> tuple[Callable[..., Any], Callable[..., bytes | None], int]:
@@ -248,14 +250,9 @@ class Pipeline:
     def take_pending(self) -> list[IngressResult]:
         """Packets the last ``egress`` calls made besides their frame (egress clones,
         recirculated packets after their new ingress), ready for the queues."""
-        pending = self.traffic.pending
-        self.traffic.pending = []
+        pending = list(self.pending)
+        self.pending.clear()
         return pending
-
-    @property
-    def pending(self) -> bool:
-        """Whether ``take_pending`` has packets."""
-        return bool(self.traffic.pending)
 
     def egress(
         self,
