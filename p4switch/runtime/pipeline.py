@@ -220,7 +220,21 @@ class Pipeline:
             raise
         except Exception as exc:  # a bug or unsupported situation in this packet's processing
             raise stage_error("ingress", exc) from exc
-        return self.result_of(state)
+        if self.special_ops:
+            return self.result_of(state)
+        sm = state[2]
+        spec = sm.f_egress_spec
+        group = sm.f_mcast_grp
+        return IngressResult(
+            spec == self._drop_port and not group,
+            spec,
+            sm.f_priority,
+            sm.f_packet_length,
+            group,
+            state,
+            sm.f_parser_error,
+            group != 0,
+        )
 
     def result_of(self, state: Any) -> IngressResult:
         """The IngressResult of a packet state as ``run_ingress`` (or ``run_fused``'s queue hook) gives it."""
