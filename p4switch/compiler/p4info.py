@@ -168,33 +168,27 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
             p.name = param.name
             p.bitwidth = param.width
 
-    for name, spec in model.counters.items():
-        message = info.counters.add()
-        _preamble(message.preamble, ids.assign(prefix.COUNTER, name), name, counter_alias[name], {})
-        message.spec.unit = _UNITS[spec.unit]
-        message.size = spec.size
-
-    for name, spec in model.direct_counters.items():
-        if spec.table is None or spec.table not in table_ids:
-            continue
-        message = info.direct_counters.add()
-        _preamble(message.preamble, direct_ids[name], name, direct_alias[name], {})
-        message.spec.unit = _UNITS[spec.unit]
-        message.direct_table_id = table_ids[spec.table]
-
-    for name, spec in model.meters.items():
-        message = info.meters.add()
-        _preamble(message.preamble, ids.assign(prefix.METER, name), name, meter_alias[name], {})
-        message.spec.unit = _METER_UNITS[spec.unit]
-        message.size = spec.size
-
-    for name, spec in model.direct_meters.items():
-        if spec.table is None or spec.table not in table_ids:
-            continue
-        message = info.direct_meters.add()
-        _preamble(message.preamble, direct_ids[name], name, direct_meter_alias[name], {})
-        message.spec.unit = _METER_UNITS[spec.unit]
-        message.direct_table_id = table_ids[spec.table]
+    # counters and meters, indexed and direct: one message each, of the same shape
+    for messages, specs, kind, alias, units in (
+        (info.counters, model.counters, prefix.COUNTER, counter_alias, _UNITS),
+        (info.meters, model.meters, prefix.METER, meter_alias, _METER_UNITS),
+    ):
+        for name, spec in specs.items():
+            message = messages.add()
+            _preamble(message.preamble, ids.assign(kind, name), name, alias[name], {})
+            message.spec.unit = units[spec.unit]
+            message.size = spec.size
+    for messages, specs, alias, units in (
+        (info.direct_counters, model.direct_counters, direct_alias, _UNITS),
+        (info.direct_meters, model.direct_meters, direct_meter_alias, _METER_UNITS),
+    ):
+        for name, spec in specs.items():
+            if spec.table is None or spec.table not in table_ids:
+                continue
+            message = messages.add()
+            _preamble(message.preamble, direct_ids[name], name, alias[name], {})
+            message.spec.unit = units[spec.unit]
+            message.direct_table_id = table_ids[spec.table]
 
     for name, spec in model.registers.items():
         message = info.registers.add()

@@ -30,6 +30,8 @@ from p4switch.p4runtime.info import (
     decode_bytestring,
     encode_bytestring,
     invalid,
+    requested_cells,
+    written_cell,
 )
 from p4switch.p4runtime.meters import MeterEntities, config_of, configure, set_config
 from p4switch.p4runtime.replication import ReplicationEntities
@@ -203,16 +205,8 @@ class PipelineEntities:
         return lambda: pipeline.direct_meter_set(table.name, match, old, entry.priority)
 
     def _write_register_entry(self, kind: int, entry: p4runtime_pb2.RegisterEntry) -> Undo:
-        if kind != p4runtime_pb2.Update.MODIFY:
-            raise invalid("register entries can only be modified")
         register = self.index.register(entry.register_id)
-        if not entry.HasField("index"):
-            raise invalid(f"{register.name}: writing needs an index")
-        index = entry.index.index
-        if not 0 <= index < register.size:
-            raise P4RuntimeError(
-                code_pb2.OUT_OF_RANGE, f"{register.name}: index {index} out of 0..{register.size - 1}"
-            )
+        index = written_cell(kind, entry, register, "register")
         if entry.data.WhichOneof("data") != "bitstring":
             raise invalid(f"{register.name}: data must be a bitstring")
         value = decode_bytestring(entry.data.bitstring, register.bitwidth, f"{register.name}[{index}]")
@@ -457,7 +451,7 @@ class PipelineEntities:
             else [self.index.counter(request.counter_id)]
         )
         for counter in counters:
-            for index in _requested_indices(request, counter):
+            for index in requested_cells(request, counter):
                 packets, byte_count = self.pipeline.counter_read(counter.name, index)
                 entity = p4runtime_pb2.Entity()
                 entity.counter_entry.counter_id = counter.id
@@ -473,7 +467,7 @@ class PipelineEntities:
             else [self.index.register(request.register_id)]
         )
         for register in registers:
-            for index in _requested_indices(request, register):
+            for index in requested_cells(request, register):
                 entity = p4runtime_pb2.Entity()
                 entity.register_entry.register_id = register.id
                 entity.register_entry.index.index = index
@@ -481,15 +475,3 @@ class PipelineEntities:
                     self.pipeline.register_read(register.name, index)
                 )
                 yield entity
-
-
-def _requested_indices(request: Any, indexed: Any) -> range:
-    """The cells a counter or register read asks for: its one index (OUT_OF_RANGE if past the
-    array's ``size``), or every cell when the request names none."""
-    if not request.HasField("index"):
-        return range(indexed.size)
-    index = request.index.index
-    if not 0 <= index < indexed.size:
-        message = f"{indexed.name}: index {index} out of 0..{indexed.size - 1}"
-        raise P4RuntimeError(code_pb2.OUT_OF_RANGE, message)
-    return range(index, index + 1)

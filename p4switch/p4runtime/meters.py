@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
 from p4switch.errors import EntryError
-from p4switch.p4runtime.info import P4RuntimeError, invalid
+from p4switch.p4runtime.info import invalid, requested_cells, written_cell
 
 Undo = Callable[[], None]
 Config = tuple[int, int, int, int] | None
@@ -54,16 +53,8 @@ class MeterEntities:
         self.index = index
 
     def write(self, kind: int, entry: p4runtime_pb2.MeterEntry) -> Undo:
-        if kind != p4runtime_pb2.Update.MODIFY:
-            raise invalid("meter entries can only be modified")
         meter = self.index.meter(entry.meter_id)
-        if not entry.HasField("index"):
-            raise invalid(f"{meter.name}: writing needs an index")
-        cell = entry.index.index
-        if not 0 <= cell < meter.size:
-            raise P4RuntimeError(
-                code_pb2.OUT_OF_RANGE, f"{meter.name}: index {cell} out of 0..{meter.size - 1}"
-            )
+        cell = written_cell(kind, entry, meter, "meter")
         pipeline = self.pipeline
         old = pipeline.meter_config(meter.name, cell)
         configure(lambda config: pipeline.meter_set(meter.name, cell, config), config_of(entry))
@@ -76,14 +67,7 @@ class MeterEntities:
             else [self.index.meter(request.meter_id)]
         )
         for meter in meters:
-            if request.HasField("index"):
-                if not 0 <= request.index.index < meter.size:
-                    message = f"{meter.name}: index {request.index.index} out of 0..{meter.size - 1}"
-                    raise P4RuntimeError(code_pb2.OUT_OF_RANGE, message)
-                cells = range(request.index.index, request.index.index + 1)
-            else:
-                cells = range(meter.size)
-            for cell in cells:
+            for cell in requested_cells(request, meter):
                 entity = p4runtime_pb2.Entity()
                 entity.meter_entry.meter_id = meter.id
                 entity.meter_entry.index.index = cell

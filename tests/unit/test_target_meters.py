@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
+from test_p4runtime_entities import code_of, entities_of  # the same helpers as the other entity tests
 
 from p4switch import compile_program
 from p4switch.p4runtime.client import table_entry
-from p4switch.p4runtime.entities import PipelineEntities
-from p4switch.p4runtime.info import P4InfoIndex, P4RuntimeError
 
 PROGRAM_FILE = Path(__file__).resolve().parents[1] / "p4progs" / "meters.p4"
 GREEN, YELLOW, RED = 0, 1, 2
@@ -64,18 +63,6 @@ def test_direct_bytes_meter_per_entry(program) -> None:
     pipeline.table_insert("I.t", {"hdr.h.idx": 3}, "I.mark")
     pipeline.direct_meter_set("I.t", {"hdr.h.idx": 3}, (0, 100, 0, 150))
     assert [d for _, d in colors(pipeline, 3, [0, 0, 0], length=60)] == [GREEN, YELLOW, RED]
-
-
-def entities_of(program) -> PipelineEntities:
-    return PipelineEntities(program.new_pipeline(), P4InfoIndex(program.p4info))
-
-
-def code_of(entities: PipelineEntities, message: p4runtime_pb2.Update) -> int:
-    try:
-        entities.write(message)
-    except P4RuntimeError as error:
-        return error.code
-    return code_pb2.OK
 
 
 def meter_update(kind: int, meter_id: int, index: int | None, config=None) -> p4runtime_pb2.Update:

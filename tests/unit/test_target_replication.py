@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
+from test_p4runtime_entities import code_of, entities_of  # the same helpers as the other entity tests
 
 from p4switch import compile_program
 from p4switch.daemon.dataplane import DataPlane
@@ -21,7 +22,6 @@ from p4switch.daemon.ports import ETH_P_ALL, Port
 from p4switch.daemon.program import PipelineSlot
 from p4switch.errors import EntryError
 from p4switch.p4runtime.entities import PipelineEntities
-from p4switch.p4runtime.info import P4InfoIndex, P4RuntimeError
 from p4switch.runtime.replication import CloneSession, MulticastGroup, Replica, ReplicationEngine
 from p4switch.stf.runner import StfRun, run_stf
 from p4switch.stf.script import read_stf
@@ -155,14 +155,6 @@ def session_update(
     return message
 
 
-def code_of(entities: PipelineEntities, message: p4runtime_pb2.Update) -> int:
-    try:
-        entities.write(message)
-    except P4RuntimeError as error:
-        return error.code
-    return code_pb2.OK
-
-
 def read_all(entities: PipelineEntities, kind: str) -> list:
     request = p4runtime_pb2.Entity()
     getattr(request.packet_replication_engine_entry, kind).SetInParent()
@@ -173,7 +165,7 @@ def test_multicast_group_writes_have_the_specs_codes(program) -> None:
     """P4Runtime spec, MulticastGroupEntry: id 0, bad instance or port, duplicate pair: INVALID_ARGUMENT;
     backup replicas (not supported here): UNIMPLEMENTED; INSERT twice: ALREADY_EXISTS; MODIFY or
     DELETE of a missing group: NOT_FOUND."""
-    entities = PipelineEntities(program.new_pipeline(), P4InfoIndex(program.p4info))
+    entities = entities_of(program)
     assert code_of(entities, group_update(INSERT, 0, [(1, 0)])) == code_pb2.INVALID_ARGUMENT
     assert code_of(entities, group_update(INSERT, 7, [(1, 1 << 16)])) == code_pb2.INVALID_ARGUMENT
     assert code_of(entities, group_update(INSERT, 7, [(600, 0)])) == code_pb2.INVALID_ARGUMENT
@@ -199,7 +191,7 @@ def test_multicast_group_writes_have_the_specs_codes(program) -> None:
 
 def test_a_written_group_replicates_and_a_rolled_back_one_is_gone(program) -> None:
     """The group written over P4Runtime is the one ingress replicates to; undo restores the previous."""
-    entities = PipelineEntities(program.new_pipeline(), P4InfoIndex(program.p4info))
+    entities = entities_of(program)
     entities.write(group_update(INSERT, 7, [(3, 21), (1, 22)]))
     undo = entities.write(group_update(MODIFY, 7, [(4, 23)]))
     pipeline = entities.pipeline
@@ -219,7 +211,7 @@ def test_a_written_group_replicates_and_a_rolled_back_one_is_gone(program) -> No
 def test_clone_session_writes_have_the_specs_codes_and_truncate(program) -> None:
     """CloneSessionEntry: id 0 or a class of service beyond bit<3>: INVALID_ARGUMENT; a session with
     packet_length_bytes truncates its clones (here to 4 bytes) and not the original."""
-    entities = PipelineEntities(program.new_pipeline(), P4InfoIndex(program.p4info))
+    entities = entities_of(program)
     assert code_of(entities, session_update(INSERT, 0, [(4, 0)])) == code_pb2.INVALID_ARGUMENT
     assert code_of(entities, session_update(INSERT, 5, [(4, 0)], cos=8)) == code_pb2.INVALID_ARGUMENT
     assert code_of(entities, session_update(DELETE, 5)) == code_pb2.NOT_FOUND

@@ -183,6 +183,14 @@ class CodeGenerator(
         With `given_metadata` the driver's parameters ``meta`` and ``sm`` are used (a
         resubmitted or recirculated packet); otherwise they are made fresh.
         """
+        self._parser_half(given_metadata)
+        if self.uses_payload:
+            self.code.add(1, "sm._pl = pk.data[pk.off:]")
+        for role, args in (("verify_checksum", "hdr, meta"), ("ingress", "hdr, meta, sm")):
+            self._exit_guarded_call(role, args)
+
+    def _parser_half(self, given_metadata: bool = False) -> None:
+        """A driver's body up to the end of the parser: the packet state and the parser's run."""
         m = self.model
         e = m.entry_points
         c = self.code
@@ -205,10 +213,6 @@ class CodeGenerator(
         c.add(2, f"{e['parser']}(sm, pk, hdr, meta, sm)")
         c.add(1, "except ParserError as error:")
         c.add(2, "sm.f_parser_error = error.code")
-        if self.uses_payload:
-            c.add(1, "sm._pl = pk.data[pk.off:]")
-        for role, args in (("verify_checksum", "hdr, meta"), ("ingress", "hdr, meta, sm")):
-            self._exit_guarded_call(role, args)
 
     def _egress_half(self, on_drop: str, payload: str) -> None:
         """A driver's body from egress on: egress, `on_drop` if it drops, checksums, deparser into `out`."""

@@ -136,17 +136,9 @@ class SpecialOpsGen:
 
     def gen_special_drivers(self) -> None:
         """run_parser and run_ingress_again: the parser alone, and ingress with given metadata."""
-        m = self.model
-        e = m.entry_points
         c = self.code
         c.add(0, "def run_parser(packet, port, ts):")
-        c.add(1, f"hdr = {m.header_class}(); meta = {m.metadata_class}(); sm = {m.standard_metadata_class}()")
-        c.add(1, "sm.f_ingress_port = port & 511; sm.f_packet_length = len(packet)")
-        c.add(1, "pk = PacketIn(packet)")
-        c.add(1, "try:")
-        c.add(2, f"{e['parser']}(sm, pk, hdr, meta, sm)")
-        c.add(1, "except ParserError:")
-        c.add(2, "pass")
+        self._parser_half()
         c.add(1, "return hdr, pk.data[pk.off:]")
         c.add(0, "")
         c.add(0, "def run_ingress_again(packet, port, ts, meta, sm):")

@@ -118,31 +118,9 @@ class TableGen:
                 elif pname == "size":
                     size = self.constant_int(value)
                 elif pname == "counters":
-                    binding = scope.lookup(expression_text(value))
-                    if (
-                        binding is None
-                        or binding.kind != "instance"
-                        or binding.info.type_name != "direct_counter"
-                    ):
-                        raise self.fail(value, "counters = must name a direct_counter")
-                    direct_counter = binding.info.spec
-                    if direct_counter.table is not None:
-                        raise self.fail(
-                            value, f"direct counter {direct_counter.name} is attached to two tables"
-                        )
-                    direct_counter.table = fq
+                    direct_counter = self._attach_direct(value, scope, "direct_counter", fq)
                 elif pname == "meters":
-                    binding = scope.lookup(expression_text(value))
-                    if (
-                        binding is None
-                        or binding.kind != "instance"
-                        or binding.info.type_name != "direct_meter"
-                    ):
-                        raise self.fail(value, "meters = must name a direct_meter")
-                    direct_meter = binding.info.spec
-                    if direct_meter.table is not None:
-                        raise self.fail(value, f"direct meter {direct_meter.name} is attached to two tables")
-                    direct_meter.table = fq
+                    direct_meter = self._attach_direct(value, scope, "direct_meter", fq)
                 elif pname == "implementation":
                     raise self.fail(prop, f"table property {pname} is not supported by the embedded target")
                 elif pname == "support_timeout":
@@ -209,6 +187,19 @@ class TableGen:
         self._tables_by_function[fn] = info
         c.add(1, "return e")
         c.add(0, "")
+
+    def _attach_direct(self, value, scope: Scope, kind: str, table: str):
+        """The spec of the direct counter or meter a table property (``counters``, ``meters``) names."""
+        binding = scope.lookup(expression_text(value))
+        if binding is None or binding.kind != "instance" or binding.info.type_name != kind:
+            raise self.fail(
+                value, f"{'counters' if kind == 'direct_counter' else 'meters'} = must name a {kind}"
+            )
+        spec = binding.info.spec
+        if spec.table is not None:
+            raise self.fail(value, f"{kind.replace('_', ' ')} {spec.name} is attached to two tables")
+        spec.table = table
+        return spec
 
     def _bound_action(self, spec: ActionSpec, bound: list, ref, scope: Scope, params, table: str) -> str:
         """``actions = { a(x); }``: a function running `a` with x bound and the entry's own parameters."""
