@@ -1,6 +1,8 @@
 /* The packet replication engine and v1model's special operations, one packet kind each:
  * 1 unicast, 2 multicast, 3 ingress clone, 4 resubmit, 5 recirculate, 6 egress clone,
- * 7 truncate, 8 dropped but cloned. The header records what ingress and egress saw. */
+ * 7 truncate, 8 dropped but cloned, 9 multicast with egress_spec the drop port (simple_switch
+ * replicates before its drop check, and egress starts with egress_spec 0). The header records
+ * what ingress and egress saw. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -47,6 +49,9 @@ control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
         } else if (hdr.r.kind == 8) {
             mark_to_drop(sm);
             clone(CloneType.I2E, 5);
+        } else if (hdr.r.kind == 9) {
+            sm.egress_spec = 511;
+            sm.mcast_grp = 7;
         }
     }
 }
@@ -54,6 +59,7 @@ control E(inout H hdr, inout M m, inout standard_metadata_t sm) {
     apply {
         hdr.r.ieg = (bit<8>) sm.instance_type;
         hdr.r.rid = sm.egress_rid[7:0];
+        if (hdr.r.kind == 9) { hdr.r.tag = sm.egress_spec[7:0]; }
         if (sm.instance_type == 1 || sm.instance_type == 2) {
             hdr.r.keep = m.keep; hdr.r.lose = m.lose;
         } else if (hdr.r.kind == 5 && hdr.r.pass == 0) {

@@ -130,7 +130,8 @@ class CodeGenerator(
         c.add(1, "hdr, meta, sm, payload = state")
         if self.uses_payload:
             c.add(1, "sm._pl = payload")
-        c.add(1, "sm.f_egress_port = port & 511; sm.f_enq_qdepth = enq_qdepth & 524287")
+        # simple_switch's egress starts with egress_spec 0 (its drop check after egress reads it)
+        c.add(1, "sm.f_egress_port = port & 511; sm.f_egress_spec = 0; sm.f_enq_qdepth = enq_qdepth & 524287")
         c.add(1, "sm.f_deq_qdepth = deq_qdepth & 524287; sm.f_deq_timedelta = deq_timedelta & 4294967295")
         c.add(1, "sm.f_egress_global_timestamp = ts & 281474976710655")
         self._egress_half("return None", "payload")
@@ -170,7 +171,7 @@ class CodeGenerator(
         c.add(1, f"if egress_port == {self.model.drop_port}: return hooks.ingress_drop()")
         c.add(1, "if sm.f_mcast_grp or not admit(egress_port, sm.f_priority):  # a multicast is queued too")
         c.add(2, "return hooks.queue(egress_port, sm.f_priority, (hdr, meta, sm, pk.data[pk.off:]), ts)")
-        c.add(1, "sm.f_egress_port = egress_port & 511; sm.f_enq_qdepth = 0")
+        c.add(1, "sm.f_egress_port = egress_port & 511; sm.f_egress_spec = 0; sm.f_enq_qdepth = 0")
         c.add(1, "sm.f_deq_qdepth = 0; sm.f_deq_timedelta = 0")
         c.add(1, "sm.f_egress_global_timestamp = ts & 281474976710655")
         self._egress_half("return hooks.egress_drop()", "pk.data[pk.off:]")
