@@ -222,3 +222,40 @@ def test_clone_session_writes_have_the_specs_codes_and_truncate(program) -> None
     results = pipeline.replicate(pipeline.ingress(clone, 0))
     frames = {r.egress_spec: pipeline.egress(r, r.egress_spec) for r in results}
     assert frames == {4: bytes([3, 5, 0, 1]), 2: bytes([3, 0x11, 0, 0, 0, 0, 0, 0, 0xEE])}
+
+
+def test_the_switchs_p4runtime_server_serves_the_replication_engine(program) -> None:
+    """Over gRPC (loopback): a group and a session written, read back, and used by the pipeline the
+    server installed; a batch with a bad group is refused with INVALID_ARGUMENT in its error details."""
+    import grpc
+
+    from p4switch.daemon.program import PipelineSlot
+    from p4switch.p4runtime.client import P4RuntimeClient, WriteFailure
+    from p4switch.p4runtime.server import P4RuntimeService, start_p4runtime_server
+
+    slot = PipelineSlot()
+    server, port = start_p4runtime_server("127.0.0.1:0", P4RuntimeService(0, slot))
+    client = P4RuntimeClient(f"127.0.0.1:{port}", 0, (0, 1))
+    try:
+        assert client.arbitrate().status.code == code_pb2.OK
+        client.set_pipeline(program.p4info, PROGRAM_FILE.read_bytes())
+        client.write([group_update(INSERT, 7, [(3, 21), (1, 22)]), session_update(INSERT, 5, [(4, 0)])])
+        with pytest.raises(WriteFailure) as failure:
+            client.write([group_update(INSERT, 8, [(1, 2), (1, 2)])])
+        assert failure.value.code == grpc.StatusCode.UNKNOWN
+        assert [e.canonical_code for e in failure.value.errors] == [code_pb2.INVALID_ARGUMENT]
+        request = p4runtime_pb2.Entity()
+        request.packet_replication_engine_entry.multicast_group_entry.SetInParent()
+        (read,) = client.read([request])
+        assert [r.instance for r in read.packet_replication_engine_entry.multicast_group_entry.replicas] == [
+            21,
+            22,
+        ]
+        pipeline = slot.pipeline
+        results = pipeline.replicate(pipeline.ingress(bytes([2, 5, 0, 0, 0, 0, 0, 0, 0xEE]), 0))
+        assert [r.egress_spec for r in results] == [3, 1]
+        results = pipeline.replicate(pipeline.ingress(bytes([3, 5, 0, 0, 0, 0, 0, 0, 0xEE]), 0))
+        assert sorted(r.egress_spec for r in results) == [2, 4]
+    finally:
+        client.close()
+        server.stop(grace=0).wait(5)
