@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -261,6 +262,20 @@ class Pipeline:
         """
         return self.traffic.after_ingress(result)
 
+    def egress_all(self, results: list[IngressResult], timestamp_us: int = 0) -> list[tuple[int, bytes]]:
+        """Egress of every result with empty queues, and of the egress clones and recirculated
+        packets they make, in that order: [(egress_port, frame)] (what ``process`` gives)."""
+        work = deque(results)
+        frames = []
+        while work:
+            result = work.popleft()
+            frame = self.egress(result, result.egress_spec, 0, 0, 0, timestamp_us)
+            if frame is not None:
+                frames.append((result.egress_spec, frame))
+            if self.pending:
+                work.extend(self.take_pending())
+        return frames
+
     def take_pending(self) -> list[IngressResult]:
         """Packets the last ``egress`` calls made besides their frame (egress clones,
         recirculated packets after their new ingress), ready for the queues."""
@@ -295,7 +310,10 @@ class Pipeline:
             state = self._run_ingress(
                 packet if type(packet) is bytes else bytes(packet), ingress_port, timestamp_us
             )
-            port = state[2].f_egress_spec
+            sm = state[2]
+            if sm.f_mcast_grp or self.special_ops:  # copies: the replication engine decides
+                return self.egress_all(self.replicate(self.result_of(state)), timestamp_us)
+            port = sm.f_egress_spec
             if port == self._drop_port:
                 return []
             frame = self._run_egress(state, port, 0, 0, 0, timestamp_us)

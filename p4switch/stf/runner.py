@@ -11,7 +11,6 @@ resubmission and recirculation.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,16 +184,7 @@ class StfRun:
             results = [pipeline.result_of(state) for _, state in hooks.queued]
         else:
             results = [pipeline.ingress(data, port, 0)]
-        work = deque(copy for result in results for copy in pipeline.replicate(result))
-        frames = []
-        while work:
-            result = work.popleft()
-            frame = pipeline.egress(result, result.egress_spec)
-            if frame is not None:
-                frames.append((result.egress_spec, frame))
-            if pipeline.pending:  # egress clones, recirculated packets
-                work.extend(pipeline.take_pending())
-        return frames
+        return pipeline.egress_all([copy for result in results for copy in pipeline.replicate(result)])
 
     def compare(self) -> StfResult:
         """Every port's received frames against its expected ones, in order."""

@@ -259,3 +259,20 @@ def test_the_switchs_p4runtime_server_serves_the_replication_engine(program) -> 
     finally:
         client.close()
         server.stop(grace=0).wait(5)
+
+
+def test_process_gives_every_copy(program) -> None:
+    """``Pipeline.process`` (both halves, empty queues) replicates too: a group of three replicas gives
+    three frames, each with its replica's egress_rid (byte 4) and instance_type 5 (byte 3); an
+    egress clone gives the original and its copy."""
+    pipeline = program.new_pipeline()
+    pipeline.pre.set_group(MulticastGroup(7, (Replica(1, 300), Replica(3, 300), Replica(4, 301))))
+    pipeline.pre.set_session(CloneSession(6, (Replica(3),)))
+    frames = pipeline.process(bytes([2, 5, 0, 0, 0, 0, 0, 0, 0xEE]), 0)
+    assert [(port, frame[3], frame[4]) for port, frame in frames] == [
+        (1, 5, 300 % 256),
+        (3, 5, 300 % 256),
+        (4, 5, 301 % 256),
+    ]
+    frames = pipeline.process(bytes([6, 5, 0, 0, 0, 0, 0, 0, 0xEE]), 0)
+    assert [(port, frame[3]) for port, frame in frames] == [(2, 0), (3, 2)]
