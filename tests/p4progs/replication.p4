@@ -1,7 +1,8 @@
 /* The packet replication engine and v1model's special operations, one packet kind each:
  * 1 unicast, 2 multicast, 3 ingress clone, 4 resubmit, 5 recirculate, 6 egress clone,
  * 7 truncate, 8 dropped but cloned, 9 multicast with egress_spec the drop port (simple_switch
- * replicates before its drop check, and egress starts with egress_spec 0). The header records
+ * replicates before its drop check, and egress starts with egress_spec 0), 10 ingress clone
+ * to a session that sends to a multicast group. The header records
  * what ingress and egress saw. */
 #include <core.p4>
 #include <v1model.p4>
@@ -52,6 +53,8 @@ control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
         } else if (hdr.r.kind == 9) {
             sm.egress_spec = 511;
             sm.mcast_grp = 7;
+        } else if (hdr.r.kind == 10) {
+            clone(CloneType.I2E, 9);
         }
     }
 }
