@@ -168,7 +168,9 @@ class CodeGenerator(
             c.add(0, "")
             return
         c.add(1, "egress_port = sm.f_egress_spec")
-        c.add(1, f"if egress_port == {self.model.drop_port}: return hooks.ingress_drop()")
+        # a multicast group goes to the replication engine even when egress_spec is the drop port
+        drop = self.model.drop_port
+        c.add(1, f"if egress_port == {drop} and not sm.f_mcast_grp: return hooks.ingress_drop()")
         c.add(1, "if sm.f_mcast_grp or not admit(egress_port, sm.f_priority):  # a multicast is queued too")
         c.add(2, "return hooks.queue(egress_port, sm.f_priority, (hdr, meta, sm, pk.data[pk.off:]), ts)")
         c.add(1, "sm.f_egress_port = egress_port & 511; sm.f_egress_spec = 0; sm.f_enq_qdepth = 0")
