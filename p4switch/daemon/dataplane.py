@@ -107,7 +107,7 @@ class FusedPathHooks:
         """A packet for a busy, rate-limited or unknown port: into its queue (tail drop when full)."""
         sm = state[2]
         pipeline = self.dataplane.slot.pipeline
-        if sm.f_mcast_grp or pipeline.special_ops:  # the replication engine decides the copies
+        if sm.f_mcast_grp or getattr(pipeline, "special_ops", False):  # the replication engine decides
             copies = pipeline.replicate(pipeline.result_of(state))
             if not copies:
                 self.counters.ingress_drops += 1
