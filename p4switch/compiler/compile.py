@@ -120,6 +120,10 @@ def fused_or_plain(python_source: str, model: ProgramModel) -> str:
     If the fusion of run_fused declines, run_fused stays as generated.
     """
     python_source = hoist_stack_element_writes(python_source)
+    if model.uses_special_ops:  # run_fused only hands every packet to the traffic manager
+        return python_source
+    if model.meters or model.direct_meters:  # meter colours pass through the standard metadata object
+        return python_source
     table_actions = {
         table.global_name: list(
             dict.fromkeys(

@@ -267,6 +267,8 @@ class Frontend:
             if kind == "header_union" and not (isinstance(ftype, StructLikeT) and ftype.kind == "header"):
                 raise self.fail(fnode, f"header_union member {fname} must be a header")
             decl.fields.append((fname, ftype))
+            if fnode.children[0] is not None:
+                decl.field_annotations[fname] = fnode.children[0]
         if kind == "header" and decl.bit_width() % 8:
             raise self.fail(
                 node,

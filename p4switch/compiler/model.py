@@ -69,6 +69,7 @@ class TableSpec:
     size: int
     const_entries: list[ConstEntrySpec] | None = None
     direct_counter: str | None = None
+    direct_meter: str | None = None
     annotations: dict = field(default_factory=dict)
     hidden: bool = False
     bound_functions: dict[str, str] = field(default_factory=dict)  # action -> its wrapper with bound args
@@ -105,6 +106,8 @@ class ProgramModel:
     counters: dict[str, CounterSpec] = field(default_factory=dict)
     direct_counters: dict[str, CounterSpec] = field(default_factory=dict)
     registers: dict[str, RegisterSpec] = field(default_factory=dict)
+    meters: dict[str, CounterSpec] = field(default_factory=dict)  # unit: packets | bytes
+    direct_meters: dict[str, CounterSpec] = field(default_factory=dict)
     entry_points: dict[str, str] = field(default_factory=dict)  # V1Switch role -> generated function
     header_class: str = ""
     metadata_class: str = ""
@@ -113,3 +116,5 @@ class ProgramModel:
     drop_port: int = 511
     direct_actions: list[str] = field(default_factory=list)  # called by a control body (in P4Info)
     uses_externs: bool = False  # an extern is used (P4Info has type_info)
+    uses_special_ops: bool = False  # clone, resubmit, recirculate or truncate is called
+    field_lists: dict[int, list[str]] = field(default_factory=dict)  # @field_list index -> metadata paths

@@ -18,6 +18,7 @@ _UNITS = {
     "bytes": p4info_pb2.CounterSpec.BYTES,
     "packets_and_bytes": p4info_pb2.CounterSpec.BOTH,
 }
+_METER_UNITS = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
 _SCOPES = {
     "TABLE_AND_DEFAULT": p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
     "TABLE_ONLY": p4info_pb2.ActionRef.TABLE_ONLY,
@@ -121,6 +122,10 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
     direct_alias = aliases(list(model.direct_counters))
     for name in model.direct_counters:
         direct_ids[name] = ids.assign(prefix.DIRECT_COUNTER, name)
+    for name in model.direct_meters:
+        direct_ids[name] = ids.assign(prefix.DIRECT_METER, name)
+    direct_meter_alias = aliases(list(model.direct_meters))
+    meter_alias = aliases(list(model.meters))
     counter_alias = aliases(list(model.counters))
     register_alias = aliases(list(model.registers))
 
@@ -146,6 +151,8 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
             message.const_default_action_id = action_ids[table.default_action]
         if table.direct_counter is not None:
             message.direct_resource_ids.append(direct_ids[table.direct_counter])
+        if table.direct_meter is not None:
+            message.direct_resource_ids.append(direct_ids[table.direct_meter])
         message.size = table.size
         if table.const_entries is not None:
             message.is_const_table = True
@@ -161,19 +168,27 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
             p.name = param.name
             p.bitwidth = param.width
 
-    for name, spec in model.counters.items():
-        message = info.counters.add()
-        _preamble(message.preamble, ids.assign(prefix.COUNTER, name), name, counter_alias[name], {})
-        message.spec.unit = _UNITS[spec.unit]
-        message.size = spec.size
-
-    for name, spec in model.direct_counters.items():
-        if spec.table is None or spec.table not in table_ids:
-            continue
-        message = info.direct_counters.add()
-        _preamble(message.preamble, direct_ids[name], name, direct_alias[name], {})
-        message.spec.unit = _UNITS[spec.unit]
-        message.direct_table_id = table_ids[spec.table]
+    # counters and meters, indexed and direct: one message each, of the same shape
+    for messages, specs, kind, alias, units in (
+        (info.counters, model.counters, prefix.COUNTER, counter_alias, _UNITS),
+        (info.meters, model.meters, prefix.METER, meter_alias, _METER_UNITS),
+    ):
+        for name, spec in specs.items():
+            message = messages.add()
+            _preamble(message.preamble, ids.assign(kind, name), name, alias[name], {})
+            message.spec.unit = units[spec.unit]
+            message.size = spec.size
+    for messages, specs, alias, units in (
+        (info.direct_counters, model.direct_counters, direct_alias, _UNITS),
+        (info.direct_meters, model.direct_meters, direct_meter_alias, _METER_UNITS),
+    ):
+        for name, spec in specs.items():
+            if spec.table is None or spec.table not in table_ids:
+                continue
+            message = messages.add()
+            _preamble(message.preamble, direct_ids[name], name, alias[name], {})
+            message.spec.unit = units[spec.unit]
+            message.direct_table_id = table_ids[spec.table]
 
     for name, spec in model.registers.items():
         message = info.registers.add()

@@ -149,6 +149,8 @@ class StructLikeT(P4Type):
     name: str
     fields: list[tuple[str, P4Type]] = field(default_factory=list)
     annotations: dict = field(default_factory=dict)
+    #: field name -> its `annotations` parse tree (read where needed, e.g. @field_list)
+    field_annotations: dict = field(default_factory=dict, compare=False, repr=False)
 
     def field_type(self, name: str) -> P4Type | None:
         """Type of field `name`, or None."""

@@ -102,6 +102,13 @@ class FusedPathHooks:
     def queue(self, egress_port: int, priority: int, state: Any, timestamp_us: int) -> None:
         """A packet for a busy, rate-limited or unknown port: into its queue (tail drop when full)."""
         sm = state[2]
+        pipeline = self.dataplane.slot.pipeline
+        if sm.f_mcast_grp or getattr(pipeline, "special_ops", False):  # the replication engine decides
+            copies = pipeline.replicate(pipeline.result_of(state))
+            if not copies:
+                self.counters.ingress_drops += 1
+            self.dataplane._fan_out(pipeline, copies, timestamp_us)
+            return
         result = IngressResult(
             False, egress_port, priority, sm.f_packet_length, sm.f_mcast_grp, state, sm.f_parser_error
         )
@@ -568,6 +575,9 @@ class DataPlane:
         if result.dropped:
             counters.ingress_drops += 1
             return
+        if getattr(result, "replicate", False):  # multicast, clone, resubmit (p4switch.runtime.replication)
+            self._fan_out(pipeline, pipeline.replicate(result), now_us)
+            return
         if self._admit(result.egress_spec, result.priority):
             self._egress_and_send(pipeline, result.egress_spec, result, 0, 0, 0, now_us)
         else:
@@ -588,14 +598,26 @@ class DataPlane:
         except Exception as error:
             self._packet_error("egress", number, b"", error)
             return
+        pending = getattr(pipeline, "pending", False)  # egress clones, a recirculated packet
         if frame is None:
-            self.counters.egress_drops += 1
-            return
-        port = self.ports.get(number)
-        if port is not None:
-            port.send(frame)
-        elif self.packet_in is not None:
-            self.packet_in(frame)
+            if not pending:
+                self.counters.egress_drops += 1
+        else:
+            port = self.ports.get(number)
+            if port is not None:
+                port.send(frame)
+            elif self.packet_in is not None:
+                self.packet_in(frame)
+        if pending:
+            self._fan_out(pipeline, pipeline.take_pending(), now_us)
+
+    def _fan_out(self, pipeline: Any, copies: list[IngressResult], now_us: int) -> None:
+        """Packets from the replication engine, each to its egress port: at once if idle, else queued."""
+        for copy in copies:
+            if self._admit(copy.egress_spec, copy.priority):
+                self._egress_and_send(pipeline, copy.egress_spec, copy, 0, 0, 0, now_us)
+            else:
+                self._enqueue(copy, now_us)
 
     def _transmit(self, pipeline: Any) -> None:
         now = time.monotonic()

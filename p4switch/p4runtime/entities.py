@@ -30,7 +30,12 @@ from p4switch.p4runtime.info import (
     decode_bytestring,
     encode_bytestring,
     invalid,
+    requested_cells,
+    written_cell,
 )
+from p4switch.p4runtime.meters import MeterEntities, config_of, configure, set_config
+from p4switch.p4runtime.replication import ReplicationEntities
+from p4switch.runtime.meters import check_config
 
 Undo = Callable[[], None]
 MatchKey = tuple
@@ -52,6 +57,9 @@ class PipelineEntities:
     def __init__(self, pipeline: Any, index: P4InfoIndex) -> None:
         self.pipeline = pipeline
         self.index = index
+        pre = getattr(pipeline, "pre", None)  # the language core's replication engine
+        self.replication = ReplicationEntities(pre) if pre is not None else None
+        self.meters = MeterEntities(pipeline, index)
         # table id -> match key -> (action, params) of the installed entry: MODIFY and DELETE find the
         # entry (and what undoes them) in O(1), without scanning the core's table
         self.keys: dict[int, dict[MatchKey, tuple[str, tuple]]] = {}
@@ -69,6 +77,12 @@ class PipelineEntities:
             return self._write_table_entry(update.type, update.entity.table_entry)
         if which == "register_entry":
             return self._write_register_entry(update.type, update.entity.register_entry)
+        if which == "packet_replication_engine_entry" and self.replication is not None:
+            return self.replication.write(update.type, update.entity.packet_replication_engine_entry)
+        if which == "meter_entry":
+            return self.meters.write(update.type, update.entity.meter_entry)
+        if which == "direct_meter_entry":
+            return self._write_direct_meter(update.type, update.entity.direct_meter_entry)
         if which is None:
             raise invalid("update carries no entity")
         raise P4RuntimeError(code_pb2.UNIMPLEMENTED, f"writing {which} is not supported by this target")
@@ -95,8 +109,11 @@ class PipelineEntities:
                 raise P4RuntimeError(
                     code_pb2.RESOURCE_EXHAUSTED, f"{table.name} is full ({table.size} entries)"
                 )
+            meter = self._entry_meter_config(table, entry)
             self._call(pipeline.table_insert, table.name, match, action, params, priority)
             keys[key] = (action, params)
+            if table.direct_meter is not None:
+                pipeline.direct_meter_set(table.name, match, meter, priority)
 
             def undo_insert() -> None:
                 pipeline.table_delete(table.name, match, priority)
@@ -108,12 +125,20 @@ class PipelineEntities:
             raise P4RuntimeError(code_pb2.NOT_FOUND, f"{table.name}: no such entry")
         if kind == p4runtime_pb2.Update.MODIFY:
             action, params = self._decode_action(table, entry, for_default=False)
+            meter = self._entry_meter_config(table, entry)
+            old_meter = None
+            if table.direct_meter is not None:
+                old_meter = pipeline.direct_meter_config(table.name, match, priority)
             self._call(pipeline.table_modify, table.name, match, action, params, priority)
             keys[key] = (action, params)
+            if table.direct_meter is not None:  # an unset meter_config restores the default
+                pipeline.direct_meter_set(table.name, match, meter, priority)
 
             def undo_modify() -> None:
                 pipeline.table_modify(table.name, match, old[0], old[1], priority)
                 keys[key] = old
+                if table.direct_meter is not None:
+                    pipeline.direct_meter_set(table.name, match, old_meter, priority)
 
             return undo_modify
         if kind == p4runtime_pb2.Update.DELETE:
@@ -147,17 +172,41 @@ class PipelineEntities:
 
         return undo_default
 
-    def _write_register_entry(self, kind: int, entry: p4runtime_pb2.RegisterEntry) -> Undo:
+    def _entry_meter_config(self, table: TableInfo, entry: p4runtime_pb2.TableEntry) -> Any:
+        """The checked ``meter_config`` of a table entry write (None when unset: every packet GREEN)."""
+        if table.direct_meter is None:
+            if entry.HasField("meter_config"):
+                raise invalid(f"{table.name} has no direct meter: meter_config must be unset")
+            return None
+        config = (
+            config_of(p4runtime_pb2.DirectMeterEntry(config=entry.meter_config))
+            if entry.HasField("meter_config")
+            else None
+        )
+        configure(check_config, config)
+        return config
+
+    def _write_direct_meter(self, kind: int, message: p4runtime_pb2.DirectMeterEntry) -> Undo:
         if kind != p4runtime_pb2.Update.MODIFY:
-            raise invalid("register entries can only be modified")
+            raise invalid("direct meter entries can only be modified")
+        entry = message.table_entry
+        table = self.index.table(entry.table_id)
+        if table.direct_meter is None:
+            raise invalid(f"{table.name} has no direct meter")
+        match, key = self._decode_match(table, entry)
+        if key not in self.keys[table.id]:
+            raise P4RuntimeError(code_pb2.NOT_FOUND, f"{table.name}: no such entry")
+        pipeline = self.pipeline
+        old = pipeline.direct_meter_config(table.name, match, entry.priority)
+        configure(
+            lambda config: pipeline.direct_meter_set(table.name, match, config, entry.priority),
+            config_of(message),
+        )
+        return lambda: pipeline.direct_meter_set(table.name, match, old, entry.priority)
+
+    def _write_register_entry(self, kind: int, entry: p4runtime_pb2.RegisterEntry) -> Undo:
         register = self.index.register(entry.register_id)
-        if not entry.HasField("index"):
-            raise invalid(f"{register.name}: writing needs an index")
-        index = entry.index.index
-        if not 0 <= index < register.size:
-            raise P4RuntimeError(
-                code_pb2.OUT_OF_RANGE, f"{register.name}: index {index} out of 0..{register.size - 1}"
-            )
+        index = written_cell(kind, entry, register, "register")
         if entry.data.WhichOneof("data") != "bitstring":
             raise invalid(f"{register.name}: data must be a bitstring")
         value = decode_bytestring(entry.data.bitstring, register.bitwidth, f"{register.name}[{index}]")
@@ -296,11 +345,30 @@ class PipelineEntities:
                 yield result
         elif which == "register_entry":
             yield from self._read_registers(entity.register_entry)
+        elif which == "packet_replication_engine_entry" and self.replication is not None:
+            yield from self.replication.read(entity.packet_replication_engine_entry)
+        elif which == "meter_entry":
+            yield from self.meters.read(entity.meter_entry)
+        elif which == "direct_meter_entry":
+            request = entity.direct_meter_entry.table_entry
+            for table_entity in self._read_table_entries(request, metered_only=True):
+                result = p4runtime_pb2.Entity()
+                entry = table_entity.table_entry
+                result.direct_meter_entry.table_entry.CopyFrom(entry)
+                table = self.index.table(entry.table_id)
+                match, _ = self._decode_match(table, entry)
+                config = self.pipeline.direct_meter_config(table.name, match, entry.priority)
+                set_config(result.direct_meter_entry, config)
+                yield result
         else:
             raise P4RuntimeError(code_pb2.UNIMPLEMENTED, f"reading {which} is not supported by this target")
 
     def _read_table_entries(
-        self, request: p4runtime_pb2.TableEntry, with_counters: bool = False, counted_only: bool = False
+        self,
+        request: p4runtime_pb2.TableEntry,
+        with_counters: bool = False,
+        counted_only: bool = False,
+        metered_only: bool = False,
     ) -> Iterator[p4runtime_pb2.Entity]:
         if request.table_id == 0:
             tables = list(self.index.tables.values())
@@ -312,6 +380,8 @@ class PipelineEntities:
             _, wanted_key = self._decode_match(tables[0], request)
         for table in tables:
             if counted_only and table.direct_counter is None:
+                continue
+            if metered_only and (table.direct_meter is None or request.is_default_action):
                 continue
             if request.is_default_action:
                 yield self._default_entity(table)
@@ -381,7 +451,7 @@ class PipelineEntities:
             else [self.index.counter(request.counter_id)]
         )
         for counter in counters:
-            for index in _requested_indices(request, counter):
+            for index in requested_cells(request, counter):
                 packets, byte_count = self.pipeline.counter_read(counter.name, index)
                 entity = p4runtime_pb2.Entity()
                 entity.counter_entry.counter_id = counter.id
@@ -397,7 +467,7 @@ class PipelineEntities:
             else [self.index.register(request.register_id)]
         )
         for register in registers:
-            for index in _requested_indices(request, register):
+            for index in requested_cells(request, register):
                 entity = p4runtime_pb2.Entity()
                 entity.register_entry.register_id = register.id
                 entity.register_entry.index.index = index
@@ -405,15 +475,3 @@ class PipelineEntities:
                     self.pipeline.register_read(register.name, index)
                 )
                 yield entity
-
-
-def _requested_indices(request: Any, indexed: Any) -> range:
-    """The cells a counter or register read asks for: its one index (OUT_OF_RANGE if past the
-    array's ``size``), or every cell when the request names none."""
-    if not request.HasField("index"):
-        return range(indexed.size)
-    index = request.index.index
-    if not 0 <= index < indexed.size:
-        message = f"{indexed.name}: index {index} out of 0..{indexed.size - 1}"
-        raise P4RuntimeError(code_pb2.OUT_OF_RANGE, message)
-    return range(index, index + 1)

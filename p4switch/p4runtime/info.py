@@ -24,9 +24,11 @@ It needs protobuf and the P4Runtime modules only, so a controller may import it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
 
 from p4switch.errors import P4SwitchError
 
@@ -134,6 +136,7 @@ class TableInfo:
     is_const: bool
     size: int = 0
     direct_counter: str | None = None
+    direct_meter: str | None = None
     fields_by_id: dict[int, MatchFieldInfo] = field(default_factory=dict)
     fields_by_name: dict[str, MatchFieldInfo] = field(default_factory=dict)
     needs_priority: bool = False
@@ -192,6 +195,13 @@ class P4InfoIndex:
             table = self.tables.get(counter.direct_table_id)
             if table is not None:
                 table.direct_counter = counter.preamble.name
+        self.meters = {
+            m.preamble.id: ArrayInfo(m.preamble.id, m.preamble.name, m.size) for m in p4info.meters
+        }
+        for meter in p4info.direct_meters:
+            table = self.tables.get(meter.direct_table_id)
+            if table is not None:
+                table.direct_meter = meter.preamble.name
         self.registers = {
             r.preamble.id: ArrayInfo(
                 r.preamble.id,
@@ -216,6 +226,12 @@ class P4InfoIndex:
         if counter is None:
             raise P4RuntimeError(code_pb2.NOT_FOUND, f"no counter with id {counter_id} in the P4Info")
         return counter
+
+    def meter(self, meter_id: int) -> ArrayInfo:
+        meter = self.meters.get(meter_id)
+        if meter is None:
+            raise P4RuntimeError(code_pb2.NOT_FOUND, f"no meter with id {meter_id} in the P4Info")
+        return meter
 
     def register(self, register_id: int) -> ArrayInfo:
         register = self.registers.get(register_id)
@@ -337,3 +353,30 @@ def p4info_mismatch(
                 f"{labels[1]} has {sorted(only_program)[:3]}"
             )
     return None
+
+
+def requested_cells(request: Any, indexed: Any) -> range:
+    """The cells a counter or register read asks for: its one index (OUT_OF_RANGE if past the
+    array's ``size``), or every cell when the request names none."""
+    if not request.HasField("index"):
+        return range(indexed.size)
+    index = request.index.index
+    if not 0 <= index < indexed.size:
+        message = f"{indexed.name}: index {index} out of 0..{indexed.size - 1}"
+        raise P4RuntimeError(code_pb2.OUT_OF_RANGE, message)
+    return range(index, index + 1)
+
+
+def written_cell(kind: int, entry: Any, indexed: Any, what: str) -> int:
+    """The cell a register or meter write names: only MODIFY (else INVALID_ARGUMENT), an index
+    required (INVALID_ARGUMENT) and below the array's ``size`` (OUT_OF_RANGE)."""
+    if kind != p4runtime_pb2.Update.MODIFY:
+        raise invalid(f"{what} entries can only be modified")
+    if not entry.HasField("index"):
+        raise invalid(f"{indexed.name}: writing needs an index")
+    index = entry.index.index
+    if not 0 <= index < indexed.size:
+        raise P4RuntimeError(
+            code_pb2.OUT_OF_RANGE, f"{indexed.name}: index {index} out of 0..{indexed.size - 1}"
+        )
+    return index

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from p4switch.errors import EntryError, PacketError
 from p4switch.runtime import support as runtime
+from p4switch.runtime.meters import Meter
+from p4switch.runtime.replication import ReplicationEngine
 from p4switch.runtime.support import Counter, ExitPipeline, PacketIn, ParserError, Register
 from p4switch.runtime.tables import Entry, Table
+from p4switch.runtime.traffic_manager import TrafficManager
 
 if TYPE_CHECKING:
     from p4switch.compiler.compile import CompiledProgram
@@ -33,7 +37,16 @@ def stage_error(stage: str, error: Exception) -> Exception:
 class IngressResult:
     """Outcome of the ingress half of the pipeline; `state` carries the packet to egress."""
 
-    __slots__ = ("dropped", "egress_spec", "priority", "packet_length", "mcast_grp", "state", "parser_error")
+    __slots__ = (
+        "dropped",
+        "egress_spec",
+        "priority",
+        "packet_length",
+        "mcast_grp",
+        "state",
+        "parser_error",
+        "replicate",
+    )
 
     def __init__(
         self,
@@ -44,8 +57,13 @@ class IngressResult:
         mcast_grp: int,
         state: Any,
         parser_error: int = 0,
+        replicate: bool = False,
     ) -> None:
-        """Keep the ingress outcome and the packet state for egress."""
+        """Keep the ingress outcome and the packet state for egress.
+
+        `replicate`: the packet needs the replication engine (``Pipeline.replicate``) before
+        the queues: a multicast group, or a clone or resubmit request.
+        """
         self.dropped = dropped
         self.egress_spec = egress_spec
         self.priority = priority
@@ -53,6 +71,7 @@ class IngressResult:
         self.mcast_grp = mcast_grp
         self.state = state
         self.parser_error = parser_error  # standard_metadata.parser_error (0: none), for the switch's counter
+        self.replicate = replicate
 
     def copy(self) -> IngressResult:
         """An independent copy (headers, metadata, standard metadata), e.g. one per multicast replica."""
@@ -68,6 +87,7 @@ class IngressResult:
             self.mcast_grp,
             state,
             self.parser_error,
+            self.replicate,
         )
 
     def __repr__(self) -> str:
@@ -140,6 +160,13 @@ class Pipeline:
             ns[spec.global_name] = counter
         for spec in model.direct_counters.values():
             ns[spec.global_name] = None
+        self.meters: dict[str, Meter] = {}
+        for name, spec in model.meters.items():
+            meter = Meter(name, spec.size, spec.unit)
+            self.meters[name] = meter
+            ns[spec.global_name] = meter
+        for spec in model.direct_meters.values():
+            ns[spec.global_name] = None  # its cells are the table entries' (RuntimeEntry.meter)
         self.registers: dict[str, Register] = {}
         for name, spec in model.registers.items():
             register = Register(name, spec.size, spec.width, spec.signed)
@@ -149,6 +176,13 @@ class Pipeline:
         self._run_egress = ns["run_egress"]
         self._run_fused = ns["run_fused"]
         self._drop_port = model.drop_port
+        #: multicast groups and clone sessions (P4Runtime's PacketReplicationEngineEntry, STF mc_* verbs)
+        self.pre = ReplicationEngine()
+        #: the program calls clone/resubmit/recirculate/truncate: every packet passes the traffic manager
+        self.special_ops = model.uses_special_ops
+        self.traffic = TrafficManager(self, ns)
+        #: what ``take_pending`` gives (true when not empty): one list, shared with the traffic manager
+        self.pending = self.traffic.pending
 
     # ================================================================ data plane
     def raw_entry_points(self) -> tuple[Callable[..., Any], Callable[..., bytes | None], int]:
@@ -187,17 +221,67 @@ class Pipeline:
             raise
         except Exception as exc:  # a bug or unsupported situation in this packet's processing
             raise stage_error("ingress", exc) from exc
+        if self.special_ops:
+            return self.result_of(state)
         sm = state[2]
         spec = sm.f_egress_spec
+        group = sm.f_mcast_grp
         return IngressResult(
-            spec == self._drop_port,
+            spec == self._drop_port and not group,
+            spec,
+            sm.f_priority,
+            sm.f_packet_length,
+            group,
+            state,
+            sm.f_parser_error,
+            group != 0,
+        )
+
+    def result_of(self, state: Any) -> IngressResult:
+        """The IngressResult of a packet state as ``run_ingress`` (or ``run_fused``'s queue hook) gives it."""
+        sm = state[2]
+        spec = sm.f_egress_spec
+        replicate = bool(sm.f_mcast_grp) or (self.special_ops and self.traffic.has_requests(sm))
+        return IngressResult(
+            spec == self._drop_port and not replicate,
             spec,
             sm.f_priority,
             sm.f_packet_length,
             sm.f_mcast_grp,
             state,
             sm.f_parser_error,
+            replicate,
         )
+
+    def replicate(self, result: IngressResult) -> list[IngressResult]:
+        """What the traffic manager queues for one ingress result, in simple_switch's order.
+
+        Ingress clones first, then (after any resubmission, which runs ingress again) the
+        multicast copies or the unicast packet; each result's ``egress_spec`` is its egress
+        port. Uses the result's state up.
+        """
+        return self.traffic.after_ingress(result)
+
+    def egress_all(self, results: list[IngressResult], timestamp_us: int = 0) -> list[tuple[int, bytes]]:
+        """Egress of every result with empty queues, and of the egress clones and recirculated
+        packets they make, in that order: [(egress_port, frame)] (what ``process`` gives)."""
+        work = deque(results)
+        frames = []
+        while work:
+            result = work.popleft()
+            frame = self.egress(result, result.egress_spec, 0, 0, 0, timestamp_us)
+            if frame is not None:
+                frames.append((result.egress_spec, frame))
+            if self.pending:
+                work.extend(self.take_pending())
+        return frames
+
+    def take_pending(self) -> list[IngressResult]:
+        """Packets the last ``egress`` calls made besides their frame (egress clones,
+        recirculated packets after their new ingress), ready for the queues."""
+        pending = list(self.pending)
+        self.pending.clear()
+        return pending
 
     def egress(
         self,
@@ -226,7 +310,10 @@ class Pipeline:
             state = self._run_ingress(
                 packet if type(packet) is bytes else bytes(packet), ingress_port, timestamp_us
             )
-            port = state[2].f_egress_spec
+            sm = state[2]
+            if sm.f_mcast_grp or self.special_ops:  # copies: the replication engine decides
+                return self.egress_all(self.replicate(self.result_of(state)), timestamp_us)
+            port = sm.f_egress_spec
             if port == self._drop_port:
                 return []
             frame = self._run_egress(state, port, 0, 0, 0, timestamp_us)
@@ -334,3 +421,38 @@ class Pipeline:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise EntryError(f"register {name}: value {value!r} does not fit in {register.width} bits")
         register.cells[index] = value
+
+    # ----- meters: (cir, cburst, pir, pburst) per second, or None for every packet GREEN
+    def _meter_cell(self, name: str, index: int):
+        meter = self.meters.get(name)
+        if meter is None:
+            raise EntryError(f"unknown meter {name!r} (meters: {sorted(self.meters)})")
+        if not isinstance(index, int) or not 0 <= index < meter.size:
+            raise EntryError(f"meter {name}: index {index!r} out of range 0..{meter.size - 1}")
+        return meter.cells[index]
+
+    def meter_set(self, name: str, index: int, config: tuple[int, int, int, int] | None) -> None:
+        """Configure one cell of an indexed meter (its buckets start full)."""
+        self._meter_cell(name, index).configure(config)
+
+    def meter_config(self, name: str, index: int) -> tuple[int, int, int, int] | None:
+        """One cell's configuration (None: the default, every packet GREEN)."""
+        return self._meter_cell(name, index).config
+
+    def _direct_meter_cell(self, table: str, match: dict, priority: int):
+        tbl = self._table(table)
+        if tbl.spec.direct_meter is None:
+            raise EntryError(f"table {table} has no direct meter")
+        return tbl.find(match, priority).meter
+
+    def direct_meter_set(
+        self, table: str, match: dict, config: tuple[int, int, int, int] | None, priority: int = 0
+    ) -> None:
+        """Configure the direct meter cell of one table entry."""
+        self._direct_meter_cell(table, match, priority).configure(config)
+
+    def direct_meter_config(
+        self, table: str, match: dict, priority: int = 0
+    ) -> tuple[int, int, int, int] | None:
+        """The configuration of one table entry's direct meter cell."""
+        return self._direct_meter_cell(table, match, priority).config

@@ -23,6 +23,7 @@ from types import CodeType, FunctionType
 from p4switch.compiler.model import ActionSpec, TableSpec
 from p4switch.compiler.types import mask as all_ones
 from p4switch.errors import EntryError, TableFullError
+from p4switch.runtime.meters import MeterCell
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class RuntimeEntry:
         "hit",
         "aid",
         "counts",
+        "meter",
         "action_name",
         "match",
         "priority",
@@ -104,6 +106,7 @@ class RuntimeEntry:
         self.hit = hit
         self.aid = aid
         self.counts = [0, 0]
+        self.meter: MeterCell | None = None  # a direct meter's cell (tables with `meters = ...`)
         self.action_name = action_name
         self.match = match or {}
         self.priority = priority
@@ -186,6 +189,7 @@ class Table:
         new = self._runtime_entry(action, params, True, match=dict(match), priority=priority, for_entry=True)
         new.value, new.mask, new.ranges = old.value, old.mask, old.ranges
         new.counts = old.counts
+        new.meter = old.meter
         self._remove(key)
         self._add(key, new)
 
@@ -407,4 +411,7 @@ class Table:
                     f"table {self.name}: parameter {param.name} of {action} is {param.width} bits, "
                     f"got {value!r}"
                 )
-        return RuntimeEntry(self.functions[action], params, hit, spec.aid, action, match, priority)
+        entry = RuntimeEntry(self.functions[action], params, hit, spec.aid, action, match, priority)
+        if for_entry and self.spec.direct_meter is not None:
+            entry.meter = MeterCell()
+        return entry

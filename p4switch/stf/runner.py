@@ -2,9 +2,11 @@
 
 Each ``packet`` goes through the pipeline at once (queues empty): on the general path
 (``ingress`` then ``egress`` per copy) or on the fused driver (``run_fused``, whose
-queued packets go through ``run_egress``). A multicast group (``mcast_grp`` set in
-ingress) is replicated as bmv2's simple_switch does it: one copy per node port of the
-group, in the order of the nodes, each with the node's ``egress_rid``.
+queued packets go through ``egress``). Between the two, the pipeline's replication
+engine and traffic manager (p4switch.runtime.replication, traffic_manager) do what
+simple_switch does: multicast groups (``mc_*`` verbs: one copy per node port, nodes in
+the order they were associated), clone sessions (``mirroring_add``, ``mirroring_add_mc``),
+resubmission and recirculation.
 """
 
 from __future__ import annotations
@@ -14,10 +16,8 @@ from typing import Any
 
 from p4switch.compiler.model import TableSpec
 from p4switch.errors import EntryError, PacketError
+from p4switch.runtime.replication import CloneSession, MulticastGroup, Replica
 from p4switch.stf.script import Command, Expected, StfError
-
-#: v1model's standard_metadata.instance_type of a multicast replica (bmv2 PKT_INSTANCE_TYPE_REPLICATION)
-REPLICATION = 5
 
 
 @dataclass
@@ -60,12 +60,10 @@ class StfRun:
         self.pipeline = program.new_pipeline()
         self.stf_file = stf_file
         self.fused = fused
-        self.groups: dict[int, list[int]] = {}
-        self.nodes: list[tuple[int, list[int]]] = []
+        self.nodes: list[tuple[Replica, ...]] = []  # mc_node_create handles: 0, 1, ...
         self.received: dict[int, list[bytes]] = {}
         self.expected: dict[int, list[Expected]] = {}
         self.errors: list[str] = []
-        self.run_ingress, self.run_egress, self.drop_port = self.pipeline.raw_entry_points()
 
     def fail(self, command: Command, message: str) -> StfError:
         """An error located at the command's line."""
@@ -124,21 +122,35 @@ class StfRun:
             raise self.fail(command, str(error)) from error
 
     def _do_mc_mgrp_create(self, command: Command) -> None:
-        self.groups[command.args["group"]] = []
+        self._pre(command, self.pipeline.pre.set_group, MulticastGroup(command.args["group"], ()))
 
     def _do_mc_node_create(self, command: Command) -> None:
-        self.nodes.append((command.args["rid"], command.args["ports"]))
+        # a node's ports are a bitmap in simple_switch's PRE: its copies leave in port order
+        rid = command.args["rid"]
+        self.nodes.append(tuple(Replica(port, rid) for port in sorted(set(command.args["ports"]))))
 
     def _do_mc_node_associate(self, command: Command) -> None:
         group, node = command.args["group"], command.args["node"]
-        if group not in self.groups or not 0 <= node < len(self.nodes):
+        pre = self.pipeline.pre
+        if group not in pre.groups or not 0 <= node < len(self.nodes):
             raise self.fail(command, f"no multicast group {group} or node {node}")
-        self.groups[group].append(node)
+        replicas = pre.groups[group].replicas + self.nodes[node]
+        self._pre(command, pre.set_group, MulticastGroup(group, replicas))
 
     def _do_mirroring_add(self, command: Command) -> None:
-        raise self.fail(command, "mirroring sessions (clone) are not supported by the embedded target")
+        session, port = command.args["session"], command.args["target"]
+        self._pre(command, self.pipeline.pre.set_session, CloneSession(session, (Replica(port),)))
 
-    _do_mirroring_add_mc = _do_mirroring_add
+    def _do_mirroring_add_mc(self, command: Command) -> None:
+        session, group = command.args["session"], command.args["target"]
+        self._pre(command, self.pipeline.pre.set_session, CloneSession(session, (), multicast_group=group))
+
+    def _pre(self, command: Command, write: Any, entry: Any) -> None:
+        """A write to the replication engine; its EntryError located at the command."""
+        try:
+            write(entry)
+        except EntryError as error:
+            raise self.fail(command, str(error)) from error
 
     def _do_no_op(self, command: Command) -> None:
         pass
@@ -162,37 +174,17 @@ class StfRun:
             self.errors.append(f"line {command.line}: packet on port {port}: {type(error).__name__}: {error}")
 
     def _process(self, data: bytes, port: int) -> list[tuple[int, bytes]]:
-        """The frames one packet gives, in the order bmv2 sends them."""
+        """The frames one packet gives: its ingress results through the replication engine, then egress."""
+        pipeline = self.pipeline
         if self.fused:
             hooks = _Hooks()
-            sent = self.pipeline.fused_entry_point()(data, port, 0, _never_idle_for_multicast, hooks)
+            sent = pipeline.fused_entry_point()(data, port, 0, _every_port_idle, hooks)
             if sent is not None:
                 return [sent]
-            return [out for egress_port, state in hooks.queued for out in self._egress(state, egress_port)]
-        state = self.run_ingress(data, port, 0)
-        return self._egress(state, state[2].f_egress_spec)
-
-    def _egress(self, state: Any, egress_port: int) -> list[tuple[int, bytes]]:
-        """Egress of one ingress result: the unicast copy, or one copy per multicast node port."""
-        sm = state[2]
-        group = getattr(sm, "f_mcast_grp", 0)
-        if group:
-            copies = []
-            hdr, meta, sm, payload = state
-            for node in self.groups.get(group, []):
-                rid, ports = self.nodes[node]
-                for out_port in ports:
-                    copy_sm = sm.copy()
-                    copy_sm.f_egress_rid = rid
-                    copy_sm.f_instance_type = REPLICATION
-                    frame = self.run_egress((hdr.copy(), meta.copy(), copy_sm, payload), out_port, 0, 0, 0, 0)
-                    if frame is not None:
-                        copies.append((out_port, frame))
-            return copies
-        if egress_port == self.drop_port:
-            return []
-        frame = self.run_egress(state, egress_port, 0, 0, 0, 0)
-        return [] if frame is None else [(egress_port, frame)]
+            results = [pipeline.result_of(state) for _, state in hooks.queued]
+        else:
+            results = [pipeline.ingress(data, port, 0)]
+        return pipeline.egress_all([copy for result in results for copy in pipeline.replicate(result)])
 
     def compare(self) -> StfResult:
         """Every port's received frames against its expected ones, in order."""
@@ -211,8 +203,8 @@ class StfRun:
         return StfResult(not differences, differences)
 
 
-def _never_idle_for_multicast(egress_port: int, priority: int) -> bool:
-    """The fused driver's ``admit``: every port is idle (multicast is decided by run_egress's caller)."""
+def _every_port_idle(egress_port: int, priority: int) -> bool:
+    """The fused driver's ``admit``: every port is idle (a queued packet is a multicast or special one)."""
     return True
 
 

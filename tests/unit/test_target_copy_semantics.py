@@ -75,6 +75,30 @@ def test_out_and_inout_scalars_of_functions_and_actions(tmp_path: Path, fused: b
 
 
 @PATHS
+def test_out_and_inout_scalars_of_an_applied_control(tmp_path: Path, fused: bool) -> None:
+    """Fill(out o, inout io, in x): o = x + 1; its action adds x to io; a return when x == 7 skips
+    io += 100. f.apply(b, c, a): a = 7 gives b = 8, c = 0x30 + 7; a = 1 gives b = 2, c = 0x30 + 101.
+    f.apply(d, d, d) with d = 0x40: o = 0x41, io = 0x40 + 0x40 + 100 = 0xe4 (mod 256), copied out
+    left to right, so d ends as io."""
+    decls = """control Fill(out bit<8> o, inout bit<8> io, in bit<8> x) {
+        action add_x() { io = io + x; }
+        apply { o = x + 1; add_x(); if (x == 7) { return; } io = io + 100; }
+    }"""
+    frames = [("07 20 30 40", "07 08 37 e4"), ("01 20 30 40", "01 02 95 e4")]
+    body = "f.apply(hdr.h.b, hdr.h.c, hdr.h.a); f.apply(hdr.h.d, hdr.h.d, hdr.h.d);"
+    run(tmp_path, frames, fused, decls=decls, locals_="Fill() f;", body=body)
+
+
+@PATHS
+def test_default_action_with_the_arguments_the_actions_list_binds(tmp_path: Path, fused: bool) -> None:
+    """``actions = { put(hdr.h.b); }`` and ``default_action = put(hdr.h.b, 5)``: the table is empty, so
+    every packet misses and runs put(hdr.h.b, 5): b becomes 5."""
+    locals_ = """action put(inout bit<8> x, bit<8> v) { x = v; }
+    table t { key = { hdr.h.a : exact; } actions = { put(hdr.h.b); } default_action = put(hdr.h.b, 5); }"""
+    run(tmp_path, [("10 20 30 40", "10 05 30 40")], fused, locals_=locals_, body="t.apply();")
+
+
+@PATHS
 def test_self_assignment_keeps_the_value(tmp_path: Path, fused: bool) -> None:
     """``sm = sm`` keeps egress_spec (the frame still leaves on port 1); ``hdr.h = hdr.h`` keeps h valid."""
     locals_ = "action a() { sm = sm; hdr.h = hdr.h; }"

@@ -63,9 +63,9 @@ CASES = [
         "digest",
         "digest() (sending data to the control plane) is not supported",
     ),
-    ("body", "clone(CloneType.I2E, 5);", "clone", "clone() is not supported"),
-    ("body", "resubmit(meta);", "resubmit", "resubmit() is not supported"),
-    ("locals", "meter(32w16, MeterType.packets) m;", "meter", "extern meter is not supported"),
+    ("body", "clone3(CloneType.I2E, 5, {hdr.h.x});", "{hdr.h.x}", "clone3 with a non-empty data argument"),
+    ("body", "resubmit(meta);", "meta);", "call resubmit_preserving_field_list"),
+    ("locals", "action_profile(32w16) ap;", "action_profile", "extern action_profile is not supported"),
     ("body", "meta.m = hdr.h.x ++ hdr.h.y;", "hdr.h.x ++", "type mismatch: expected bit<8>, got bit<16>"),
     (
         "body",

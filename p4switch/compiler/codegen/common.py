@@ -18,14 +18,6 @@ from p4switch.compiler.types import (
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 UNSUPPORTED_EXTERN_FUNCTIONS = {
     "digest": "digest() (sending data to the control plane)",
-    "clone": "clone()",
-    "clone3": "clone3()",
-    "clone_preserving_field_list": "clone_preserving_field_list()",
-    "resubmit": "resubmit()",
-    "resubmit_preserving_field_list": "resubmit_preserving_field_list()",
-    "recirculate": "recirculate()",
-    "recirculate_preserving_field_list": "recirculate_preserving_field_list()",
-    "truncate": "truncate()",
 }
 SUPPORTED_HASHES = {"crc32", "crc16", "csum16", "identity", "xor16", "random"}
 

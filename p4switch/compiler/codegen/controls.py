@@ -11,6 +11,7 @@ from p4switch.compiler.codegen.common import (
     Code,
     InstanceInfo,
 )
+from p4switch.compiler.codegen.copies import scalar_outs
 from p4switch.compiler.expressions import Binding, ExpressionCompiler, Scope
 from p4switch.compiler.model import (
     CounterSpec,
@@ -46,8 +47,15 @@ class ControlGen:
         scope = Scope({}, self.global_scope)
         for pname, direction, ptype in params:
             scope.names[pname] = self.param_binding(pname, ptype, direction)
-        slot_names: list[str] = []
+        # out/inout scalars live in the locals object, where the control's actions write them too;
+        # the function returns them after its (None) result, as a function does (copies.scalar_outs)
+        outs = scalar_outs(params)
+        slot_names: list[str] = [f"p_{pname}" for pname in outs]
         init = Code()
+        for pname, _, ptype in params:
+            if pname in outs:
+                scope.names[pname] = Binding("var", f"LV.p_{pname}", ptype)
+                init.add(0, f"LV.p_{pname} = p_{pname}")
         ctx = BlockContext(scope, "control", name)
         self.current_params = params
         self.current_role = role
@@ -65,7 +73,11 @@ class ControlGen:
         self.gen_context_setup(name, slot_names, init, pnames, f"def ctl_{name}(_sm, {pnames}):")
         setup_end = len(self.code.lines)
         apply_ctx = BlockContext(scope.child(), "control", name)
+        self._return_tail = "".join(f", LV.p_{pname}" for pname in outs) or None
         self.gen_block(node.children[-1], apply_ctx, 1)
+        if outs:
+            self.code.add(1, f"return (None{self._return_tail})")
+        self._return_tail = None
         body = self.code.lines[setup_end:]
         if body == ["    pass"] and not slot_names:
             self._empty_controls.add(f"ctl_{name}")
@@ -161,8 +173,16 @@ class ControlGen:
                 raise self.fail(node, "register cells must be bit<W> or int<W> in the embedded target")
             spec = RegisterSpec(fq, gname, self.constant_int(args[0]), cell.width, isinstance(cell, IntT))
             self.model.registers[fq] = spec
-        elif type_.name in ("meter", "direct_meter"):
-            raise self.fail(node, f"extern {type_.name} is not supported by the embedded target")
+        elif type_.name == "meter":
+            if len(args) != 2:
+                raise self.fail(node, "meter(size, MeterType) takes two arguments")
+            spec = CounterSpec(fq, gname, self.constant_int(args[0]), self._meter_unit(args[1]))
+            self.model.meters[fq] = spec
+        elif type_.name == "direct_meter":
+            if len(args) != 1:
+                raise self.fail(node, "direct_meter(MeterType) takes one argument")
+            spec = CounterSpec(fq, gname, 0, self._meter_unit(args[0]))
+            self.model.direct_meters[fq] = spec
         else:
             raise self.fail(node, f"extern {type_.name} is not supported by the embedded target")
         scope.names[local] = Binding(
@@ -197,15 +217,19 @@ class ControlGen:
         if args_node is not None and any(a is not None for a in args_node.children):
             raise self.fail(node, "controls with constructor parameters are not supported")
         params = self.block_params(control)
-        for _, direction, ptype in params:
-            if direction in ("out", "inout") and ptype.is_scalar():
-                raise self.fail(node, f"{direction} scalar parameters of applied controls are not supported")
         saved = (self.control_prefix, self.current_params, self.current_role)
         self.gen_control(control, saved[2], instance)  # a module-level function, before the outer one
         self.control_prefix, self.current_params, self.current_role = saved
         function = f"ctl_{self.py_ident(instance)}"
         info = InstanceInfo("control", function, params)
         scope.names[local] = Binding("instance", function, None, info)
+
+    def _meter_unit(self, node) -> str:
+        """The MeterType member an instantiation names."""
+        expr = ExpressionCompiler(self, None).compile(node)
+        if not isinstance(expr.type, EnumT) or expr.type.name != "MeterType":
+            raise self.fail(node, "expected a MeterType")
+        return expr.info
 
     def _counter_unit(self, node) -> str:
         """The CounterType member an instantiation names."""

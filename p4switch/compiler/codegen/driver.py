@@ -28,6 +28,7 @@ from p4switch.compiler.codegen.headers import (
 )
 from p4switch.compiler.codegen.parsers import ParserGen
 from p4switch.compiler.codegen.scopes import ScopeGen
+from p4switch.compiler.codegen.special_ops import SpecialOpsGen
 from p4switch.compiler.codegen.statements import StatementGen
 from p4switch.compiler.codegen.tables import TableGen
 from p4switch.compiler.expressions import Scope
@@ -54,6 +55,7 @@ class CodeGenerator(
     StatementGen,
     CallGen,
     ExternGen,
+    SpecialOpsGen,
     DeparserGen,
     Frontend,
 ):
@@ -76,6 +78,7 @@ class CodeGenerator(
         self._function_result: P4Type = VoidT()
         self._return_tail: str | None = None  # what a return adds in a callee with out/inout scalars
         self._copy_temps = itertools.count()
+        self._field_lists_used: set[int] = set()  # @field_list indices a replication extern names
         self.uses_payload = False  # a *_checksum_with_payload reads the payload as _sm._pl
         self.global_scope = Scope({}, None)  # extern instances declared at top level
         self.current_params: list = []
@@ -110,6 +113,9 @@ class CodeGenerator(
         self.model.header_class = self.class_name(types[1])
         self.model.metadata_class = self.class_name(types[2])
         self.model.standard_metadata_class = self.class_name(types[3])
+        if self.model.uses_special_ops:
+            self.gen_field_lists(types[2])
+            self.gen_special_drivers()
         self.gen_drivers()
         return self.code.text(), self.model
 
@@ -124,11 +130,18 @@ class CodeGenerator(
         c.add(1, "hdr, meta, sm, payload = state")
         if self.uses_payload:
             c.add(1, "sm._pl = payload")
-        c.add(1, "sm.f_egress_port = port & 511; sm.f_enq_qdepth = enq_qdepth & 524287")
+        # simple_switch's egress starts with egress_spec 0 (its drop check after egress reads it)
+        c.add(1, "sm.f_egress_port = port & 511; sm.f_egress_spec = 0; sm.f_enq_qdepth = enq_qdepth & 524287")
         c.add(1, "sm.f_deq_qdepth = deq_qdepth & 524287; sm.f_deq_timedelta = deq_timedelta & 4294967295")
         c.add(1, "sm.f_egress_global_timestamp = ts & 281474976710655")
         self._egress_half("return None", "payload")
-        c.add(1, "return b''.join(out)")
+        if self.model.uses_special_ops:  # see p4switch.runtime.traffic_manager
+            c.add(1, "frame = b''.join(out)")
+            c.add(1, "if '_recirc' in sm.__dict__: return recirculate_frame(frame, meta, sm)")
+            c.add(1, "if '_trunc' in sm.__dict__: frame = frame[:sm._trunc]")
+            c.add(1, "return frame")
+        else:
+            c.add(1, "return b''.join(out)")
         c.add(0, "")
         self.gen_fused_driver()
 
@@ -147,23 +160,55 @@ class CodeGenerator(
         c.add(0, "def run_fused(packet, port, ts, admit, hooks):")
         self._ingress_half()
         c.add(1, "if sm.f_parser_error: hooks.parser_error(sm.f_parser_error)")
+        if self.model.uses_special_ops:  # every packet passes the traffic manager (Pipeline.replicate)
+            c.add(
+                1,
+                "return hooks.queue(sm.f_egress_spec, sm.f_priority, (hdr, meta, sm, pk.data[pk.off:]), ts)",
+            )
+            c.add(0, "")
+            return
         c.add(1, "egress_port = sm.f_egress_spec")
-        c.add(1, f"if egress_port == {self.model.drop_port}: return hooks.ingress_drop()")
+        # a multicast group goes to the replication engine even when egress_spec is the drop port
+        drop = self.model.drop_port
+        c.add(1, f"if egress_port == {drop} and not sm.f_mcast_grp: return hooks.ingress_drop()")
         c.add(1, "if sm.f_mcast_grp or not admit(egress_port, sm.f_priority):  # a multicast is queued too")
         c.add(2, "return hooks.queue(egress_port, sm.f_priority, (hdr, meta, sm, pk.data[pk.off:]), ts)")
-        c.add(1, "sm.f_egress_port = egress_port & 511; sm.f_enq_qdepth = 0")
+        c.add(1, "sm.f_egress_port = egress_port & 511; sm.f_egress_spec = 0; sm.f_enq_qdepth = 0")
         c.add(1, "sm.f_deq_qdepth = 0; sm.f_deq_timedelta = 0")
         c.add(1, "sm.f_egress_global_timestamp = ts & 281474976710655")
         self._egress_half("return hooks.egress_drop()", "pk.data[pk.off:]")
         c.add(1, "return egress_port, b''.join(out)")
         c.add(0, "")
 
-    def _ingress_half(self) -> None:
-        """A driver's body up to the traffic manager: packet state, parser, checksum check, ingress."""
+    def _ingress_half(self, given_metadata: bool = False) -> None:
+        """A driver's body up to the traffic manager: packet state, parser, checksum check, ingress.
+
+        With `given_metadata` the driver's parameters ``meta`` and ``sm`` are used (a
+        resubmitted or recirculated packet); otherwise they are made fresh.
+        """
+        self._parser_half(given_metadata)
+        if self.uses_payload:
+            self.code.add(1, "sm._pl = pk.data[pk.off:]")
+        for role, args in (("verify_checksum", "hdr, meta"), ("ingress", "hdr, meta, sm")):
+            self._exit_guarded_call(role, args)
+
+    def _parser_half(self, given_metadata: bool = False) -> None:
+        """A driver's body up to the end of the parser: the packet state and the parser's run."""
         m = self.model
         e = m.entry_points
         c = self.code
-        c.add(1, f"hdr = {m.header_class}(); meta = {m.metadata_class}(); sm = {m.standard_metadata_class}()")
+        if given_metadata:
+            c.add(1, f"hdr = {m.header_class}()")
+        else:
+            c.add(
+                1,
+                f"hdr = {m.header_class}(); meta = {m.metadata_class}(); sm = {m.standard_metadata_class}()",
+            )
+        if m.uses_special_ops:
+            c.add(
+                1,
+                "sm._in = packet  # the packet as it arrived: an ingress clone or a resubmit starts from it",
+            )
         c.add(1, "sm.f_ingress_port = port & 511; sm.f_packet_length = len(packet)")
         c.add(1, "sm.f_ingress_global_timestamp = ts & 281474976710655; sm.f_enq_timestamp = ts & 4294967295")
         c.add(1, "pk = PacketIn(packet)")
@@ -171,16 +216,14 @@ class CodeGenerator(
         c.add(2, f"{e['parser']}(sm, pk, hdr, meta, sm)")
         c.add(1, "except ParserError as error:")
         c.add(2, "sm.f_parser_error = error.code")
-        if self.uses_payload:
-            c.add(1, "sm._pl = pk.data[pk.off:]")
-        for role, args in (("verify_checksum", "hdr, meta"), ("ingress", "hdr, meta, sm")):
-            self._exit_guarded_call(role, args)
 
     def _egress_half(self, on_drop: str, payload: str) -> None:
         """A driver's body from egress on: egress, `on_drop` if it drops, checksums, deparser into `out`."""
         e = self.model.entry_points
         c = self.code
         self._exit_guarded_call("egress", "hdr, meta, sm", even_if_empty=True)
+        if self.model.uses_special_ops:  # an egress clone copies the headers as egress left them
+            c.add(1, f"if '_clone' in sm.__dict__: egress_clone(hdr, meta, sm, {payload})")
         c.add(1, f"if sm.f_egress_spec == {self.model.drop_port}: {on_drop}")
         self._exit_guarded_call("compute_checksum", "hdr, meta")
         c.add(1, "out = []")

@@ -9,6 +9,7 @@ from p4switch.compiler.codegen.common import (
     int_src,
 )
 from p4switch.compiler.codegen.headers import packed_src
+from p4switch.compiler.codegen.special_ops import SPECIAL_OPS
 from p4switch.compiler.expressions import Expr, ExpressionCompiler, wrap_src
 from p4switch.compiler.types import (
     BitT,
@@ -52,6 +53,22 @@ class ExternGen:
             return
         if info.type_name == "direct_counter" and method == "count":
             return  # counted by the table on every hit
+        if info.type_name == "meter" and method == "execute_meter":
+            if len(args) != 2:
+                raise self.fail(node, "execute_meter(index, result) takes two arguments")
+            index = exprs.compile(args[0], expected=BitT(32))
+            target = self._meter_target(args[1], exprs)
+            amount = "_sm.f_packet_length" if info.spec.unit == "bytes" else "1"
+            value = f"{info.global_name}.execute({index.src}, _sm.f_ingress_global_timestamp, {amount})"
+            c.add(indent, f"{target.src} = {value}")
+            return
+        if info.type_name == "direct_meter" and method == "read":
+            if len(args) != 1:
+                raise self.fail(node, "read(result) takes one argument")
+            target = self._meter_target(args[0], exprs)
+            c.add(indent, "_mc = getattr(_sm, '_dm', None)  # set when the table's entry was hit")
+            c.add(indent, f"if _mc is not None: {target.src} = _mc")
+            return
         if info.type_name == "register" and method == "read":
             if len(args) != 2:
                 raise self.fail(node, "read(result, index) takes two arguments")
@@ -71,6 +88,13 @@ class ExternGen:
             c.add(indent, f"{info.global_name}.write({index.src}, {value.src})")
             return
         raise self.fail(node, f"{info.type_name}.{method} is not supported")
+
+    def _meter_target(self, node, exprs: ExpressionCompiler) -> Expr:
+        """Where a meter's colour goes: a bit<W> lvalue wide enough for RED (2)."""
+        target = self._lvalue(node, exprs)
+        if not isinstance(target.type, BitT) or target.type.width < 2:
+            raise self.fail(node, f"a meter's colour goes to a bit<W> of at least 2 bits, not {target.type}")
+        return target
 
     def _data_list(self, node, exprs: ExpressionCompiler) -> list[tuple[str, int]]:
         """(source, width) pairs of a field list for checksums and hashes."""
@@ -123,6 +147,9 @@ class ExternGen:
     def _extern_function_call(self, name: str, args, node, exprs: ExpressionCompiler, ctx, indent) -> None:
         """A v1model/core extern function call statement."""
         c = self.code
+        if name in SPECIAL_OPS:
+            self._special_op_call(name, args, node, exprs, indent)
+            return
         if name in UNSUPPORTED_EXTERN_FUNCTIONS:
             raise self.fail(
                 node, f"{UNSUPPORTED_EXTERN_FUNCTIONS[name]} is not supported by the embedded target"

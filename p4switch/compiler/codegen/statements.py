@@ -96,7 +96,7 @@ class StatementGen:
             raise self.fail(node, "return with a value is only allowed in functions")
         if ctx.kind in ("state", "parser"):
             raise self.fail(node, "return is not allowed in parsers")
-        if ctx.kind == "action" and self._return_tail:
+        if ctx.kind in ("action", "control") and self._return_tail:
             self.code.add(indent, f"return (None{self._return_tail})")
             return
         self.code.add(indent, "return")

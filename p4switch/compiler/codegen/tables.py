@@ -48,11 +48,13 @@ class TableGen:
         action_refs: list[ActionRefSpec] = []
         action_specs: dict[str, ActionSpec] = {}
         bound_functions: dict[str, str] = {}
+        bound_args: dict[str, list] = {}  # action -> the directional arguments the actions list binds
         default = None
         default_const = False
         size = 1024
         const_entries_node = None
         direct_counter = None
+        direct_meter = None
         seen: set[str] = set()
         for prop in node.children[2:]:
             kind = prop.data
@@ -94,6 +96,7 @@ class TableGen:
                     bound = [a for a in ref_args if a is not None]
                     if bound:
                         bound_functions[spec.name] = self._bound_action(spec, bound, ref, scope, params, fq)
+                        bound_args[self.name_of(ref.children[1])] = bound
                     scope_kind = "TABLE_AND_DEFAULT"
                     if "tableonly" in rann:
                         scope_kind = "TABLE_ONLY"
@@ -115,20 +118,10 @@ class TableGen:
                 elif pname == "size":
                     size = self.constant_int(value)
                 elif pname == "counters":
-                    binding = scope.lookup(expression_text(value))
-                    if (
-                        binding is None
-                        or binding.kind != "instance"
-                        or binding.info.type_name != "direct_counter"
-                    ):
-                        raise self.fail(value, "counters = must name a direct_counter")
-                    direct_counter = binding.info.spec
-                    if direct_counter.table is not None:
-                        raise self.fail(
-                            value, f"direct counter {direct_counter.name} is attached to two tables"
-                        )
-                    direct_counter.table = fq
-                elif pname in ("meters", "implementation"):
+                    direct_counter = self._attach_direct(value, scope, "direct_counter", fq)
+                elif pname == "meters":
+                    direct_meter = self._attach_direct(value, scope, "direct_meter", fq)
+                elif pname == "implementation":
                     raise self.fail(prop, f"table property {pname} is not supported by the embedded target")
                 elif pname == "support_timeout":
                     pass
@@ -146,7 +139,7 @@ class TableGen:
                 action_refs.append(ActionRefSpec("NoAction", "DEFAULT_ONLY", {"defaultonly": []}))
                 action_specs["NoAction"] = default_spec
         else:
-            default_spec, default_args = self._action_call(default, scope, action_specs)
+            default_spec, default_args = self._action_call(default, scope, action_specs, bound_args)
         spec = TableSpec(
             fq,
             gname,
@@ -158,12 +151,15 @@ class TableGen:
             size,
             None,
             direct_counter.name if direct_counter else None,
+            direct_meter.name if direct_meter else None,
             ann,
             hidden="hidden" in ann,
             bound_functions=bound_functions,
         )
         if const_entries_node is not None:
-            spec.const_entries = self._const_entries(const_entries_node, keys, key_types, scope, action_specs)
+            spec.const_entries = self._const_entries(
+                const_entries_node, keys, key_types, scope, action_specs, bound_args
+            )
         if fq in self.model.tables:
             raise self.fail(node, f"duplicate table name {fq}")
         self.model.tables[fq] = spec
@@ -178,6 +174,10 @@ class TableGen:
             lines.append(f"e = {gname}.by_key.get({key_tuple}) or {gname}.default")
         else:
             lines.append(f"e = {gname}.lookup({key_tuple})")
+        if direct_meter is not None:  # its colour, for direct_meter.read() in the entry's action
+            amount = "_sm.f_packet_length" if direct_meter.unit == "bytes" else "1"
+            execute = f"e.meter.execute(_sm.f_ingress_global_timestamp, {amount})"
+            lines.append(f"_sm._dm = None if e.meter is None else {execute}")
         lines.append("e.call(L)")
         if direct_counter is not None:
             lines.append("if e.hit: e.counts[0] += 1; e.counts[1] += _sm.f_packet_length")
@@ -187,6 +187,19 @@ class TableGen:
         self._tables_by_function[fn] = info
         c.add(1, "return e")
         c.add(0, "")
+
+    def _attach_direct(self, value, scope: Scope, kind: str, table: str):
+        """The spec of the direct counter or meter a table property (``counters``, ``meters``) names."""
+        binding = scope.lookup(expression_text(value))
+        if binding is None or binding.kind != "instance" or binding.info.type_name != kind:
+            raise self.fail(
+                value, f"{'counters' if kind == 'direct_counter' else 'meters'} = must name a {kind}"
+            )
+        spec = binding.info.spec
+        if spec.table is not None:
+            raise self.fail(value, f"{kind.replace('_', ' ')} {spec.name} is attached to two tables")
+        spec.table = table
+        return spec
 
     def _bound_action(self, spec: ActionSpec, bound: list, ref, scope: Scope, params, table: str) -> str:
         """``actions = { a(x); }``: a function running `a` with x bound and the entry's own parameters."""
@@ -218,9 +231,13 @@ class TableGen:
         return text
 
     def _action_call(
-        self, node, scope: Scope, allowed: dict[str, ActionSpec]
+        self, node, scope: Scope, allowed: dict[str, ActionSpec], bound_args: dict[str, list] | None = None
     ) -> tuple[ActionSpec, list[int]]:
-        """An action call with constant arguments (default_action, const entries)."""
+        """An action call with constant arguments (default_action, const entries).
+
+        For an action whose directional arguments the actions list binds (``a(hdr.x)``), the call
+        gives them first, as written there (``default_action = a(hdr.x, 5)``).
+        """
         if isinstance(node, Tree) and node.data == "call":
             callee, args_node = node.children
             args = [a for a in (args_node.children if args_node is not None else []) if a is not None]
@@ -233,6 +250,15 @@ class TableGen:
         if name not in allowed:
             raise self.fail(node, f"action {name} is not in the table's actions list")
         spec = allowed[name]
+        bound = (bound_args or {}).get(name, [])
+        if bound and len(args) == len(bound) + len(spec.params):
+            for given, listed in zip(args, bound, strict=False):
+                if expression_text(given) != expression_text(listed):
+                    raise self.fail(
+                        given,
+                        f"{expression_text(given)} is not the argument the actions list binds for {name}",
+                    )
+            args = args[len(bound) :]
         if len(args) != len(spec.params):
             raise self.fail(
                 node, f"action {name} takes {len(spec.params)} control-plane arguments, got {len(args)}"
@@ -246,7 +272,9 @@ class TableGen:
             values.append(int(expr.const) & mask(param.width))
         return spec, values
 
-    def _const_entries(self, node: Tree, keys, key_types, scope: Scope, allowed) -> list[ConstEntrySpec]:
+    def _const_entries(
+        self, node: Tree, keys, key_types, scope: Scope, allowed, bound_args: dict[str, list] | None = None
+    ) -> list[ConstEntrySpec]:
         """const entries in the control-plane match format, first entry highest priority."""
         entries_nodes = [e for e in node.children if isinstance(e, Tree) and e.data == "entry"]
         exprs = ExpressionCompiler(self, scope)
@@ -272,7 +300,7 @@ class TableGen:
                 value = self._entry_key_value(element, key, ktype, exprs)
                 if value is not None:
                     match[key.name] = value
-            spec, args = self._action_call(action_node, scope, allowed)
+            spec, args = self._action_call(action_node, scope, allowed, bound_args)
             result.append(ConstEntrySpec(match, spec.name, tuple(args), priority))
         return result
 
