@@ -104,6 +104,7 @@ def default_routing(topology: Topology) -> str:
 def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = True) -> RunPlan:
     """Check everything before anything starts (see the module doc); RunInputError with the reason."""
     from emulation.capacity import CapacityError, check_memory
+    from emulation.switch_groups import GroupError
     from emulation.switches import SwitchError, select_target
 
     if need_root and os.geteuid() != 0:
@@ -123,7 +124,7 @@ def plan_run(topology: Topology, settings: RunSettings, *, need_root: bool = Tru
                 switch_class.memory_plan(len(topology.cards), settings.switch_processes, settings.control),
                 switch_class.target_name,
             ).summary()
-        except CapacityError as error:
+        except (CapacityError, GroupError) as error:
             raise RunInputError(str(error)) from error
     try:
         traffic = make_traffic(settings.traffic, topology, **settings.pattern_options)

@@ -39,8 +39,8 @@ def default_process_count() -> int:
 
 def check_process_count(processes: int | None, cards: int) -> int:
     """The number of switch processes for `cards` cards: as given or the default; GroupError if bad."""
-    if processes is None:
-        processes = default_process_count()
+    if processes is None:  # one per core, and more when a process would get too many cards
+        processes = max(default_process_count(), -(-cards // MAX_CARDS_PER_PROCESS))
     if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
         raise GroupError(f"--switch-processes must be a positive integer, got {processes!r}")
     processes = min(processes, max(1, cards))

@@ -30,6 +30,8 @@ def test_the_process_count_defaults_to_the_cores_and_never_exceeds_the_cards(mon
     assert check_process_count(None, 128) == 2
     assert check_process_count(None, 1) == 1
     assert check_process_count(8, 3) == 3
+    many = 5 * switch_groups.MAX_CARDS_PER_PROCESS  # the default grows so that no process gets too many
+    assert check_process_count(None, many) == 5
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5, "2"])
