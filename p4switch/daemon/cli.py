@@ -329,17 +329,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         switch.grpc_listening_address(),
         side,
     )
+    return serve_until_stopped(switch, stop_requested, log)
+
+
+def serve_until_stopped(
+    server: Switch | SwitchHost, stop_requested: threading.Event, log: logging.Logger
+) -> int:
+    """Wait for a signal or a failed data plane; stop (exit 0) or exit at once with EXIT_DATAPLANE_FAILED."""
     while not stop_requested.wait(FAILURE_CHECK_SECONDS):
-        if switch.failed.is_set():
+        if server.failed.is_set():
             break
-    if switch.failed.is_set():
-        # a card without a data plane is dead: exit at once (the kernel closes every socket), so that
-        # whoever watches the process sees it now, not after an orderly shutdown of gRPC
-        print(f"twinnet-switch: data plane failed: {switch.dataplane.failure}", file=sys.stderr, flush=True)
-        switch.remove_socket_files()
+    if server.failed.is_set():
+        # a card without a data plane is dead (with --cards: every card of the process): exit at once (the
+        # kernel closes every socket), so that whoever watches sees it now, not after gRPC's orderly shutdown
+        print(f"twinnet-switch: data plane failed: {server.failure}", file=sys.stderr, flush=True)
+        server.remove_socket_files()
         logging.shutdown()
         os._exit(EXIT_DATAPLANE_FAILED)
-    switch.stop()
+    server.stop()
     exit_promptly(log)
     return 0
 
@@ -359,18 +366,7 @@ def run_host(options: HostOptions, stop_requested: threading.Event, log: logging
         sorted(host.cards),
         host.grpc_listening_address(),
     )
-    while not stop_requested.wait(FAILURE_CHECK_SECONDS):
-        if host.failed.is_set():
-            break
-    if host.failed.is_set():
-        # every card of the process is dead: exit at once, so that whoever watches sees it now
-        print(f"twinnet-switch: data plane failed: {host.loop.failure}", file=sys.stderr, flush=True)
-        host.remove_socket_files()
-        logging.shutdown()
-        os._exit(EXIT_DATAPLANE_FAILED)
-    host.stop()
-    exit_promptly(log)
-    return 0
+    return serve_until_stopped(host, stop_requested, log)
 
 
 def exit_promptly(log: logging.Logger) -> None:
