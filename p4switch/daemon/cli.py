@@ -71,7 +71,7 @@ from collections.abc import Sequence
 
 from p4switch.daemon.addresses import check_address
 from p4switch.daemon.host import HostOptions, SwitchHost
-from p4switch.daemon.host_config import read_cards_file
+from p4switch.daemon.host_config import CardsFileError, read_cards_file
 from p4switch.daemon.pfc import (
     DEFAULT_HEADROOM,
     DEFAULT_LINK_BPS,
@@ -243,7 +243,17 @@ def host_options(options: SwitchOptions, args: argparse.Namespace) -> HostOption
 
     Raises CardsFileError (one line naming the problem) for a file that cannot be right.
     """
-    return HostOptions(options, read_cards_file(args.cards), args.process_control)
+    cards = read_cards_file(args.cards)
+    taken = {card.control_address: card.device_id for card in cards if card.control_address}
+    for name, address in (
+        ("--process-control", args.process_control),
+        ("--grpc-server-addr", options.grpc_address),
+    ):
+        if address in taken:
+            raise CardsFileError(
+                f"cards file {args.cards}: device {taken[address]}'s side channel {address} is also {name}"
+            )
+    return HostOptions(options, cards, args.process_control)
 
 
 def raise_file_limit() -> None:

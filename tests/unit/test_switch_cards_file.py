@@ -95,6 +95,16 @@ def test_a_missing_cards_file_is_refused(tmp_path: Path, capsys: pytest.CaptureF
     assert "cannot read it" in capsys.readouterr().err
 
 
+def test_a_side_channel_that_is_also_the_process_one_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "cards.json"
+    write_cards_file(path, [CardConfig(1, [], f"unix:{tmp_path}/x.ctl")])
+    assert cli.main(["--cards", str(path), "--process-control", f"unix:{tmp_path}/x.ctl", "--no-p4"]) == 2
+    assert "device 1's side channel" in capsys.readouterr().err
+    assert not (tmp_path / "x.ctl").exists()
+
+
 @pytest.mark.parametrize("extra", [["-i", "1@a"], ["--device-id", "3"], ["--side-channel", "unix:/tmp/s"]])
 def test_per_card_options_are_refused_with_cards(
     tmp_path: Path, extra: list[str], capsys: pytest.CaptureFixture[str]
