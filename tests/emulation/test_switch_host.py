@@ -188,6 +188,7 @@ def test_lossless_cards_of_one_process_pause_each_other(tmp_path: Path) -> None:
         assert (
             s2_in["pause_frames_sent"] >= 1 and s1_out["pause_frames_received"] == s2_in["pause_frames_sent"]
         )
-        assert host_pauses == port_row(s1, 1)["pfc"][0]["pause_frames_sent"] >= 1
+        # the host reads pauses while it sends: one sent after its last frame is not seen
+        assert 1 <= host_pauses <= port_row(s1, 1)["pfc"][0]["pause_frames_sent"]
     finally:
         line.close()
