@@ -57,6 +57,7 @@ PREFIX = "tsg"
 GENERATOR_NS, SINK_NS = f"{PREFIX}gen", f"{PREFIX}sink"
 ROUTES_PER_CARD = 2100
 WRITE_BATCH = 1000
+WARM_UP_PER_CARD_SECONDS = 0.12
 
 
 def run(*command: str) -> None:
@@ -209,15 +210,14 @@ class Process:
 
 
 def measure_visits(
-    process: Process, chain: Chain, generator: list[str], seconds: float
+    process: Process, chain: Chain, generator: list[str], seconds: float, frame: bytes
 ) -> tuple[float, float]:
     """(card visits per CPU-second of the process, frames/s at the sink) while the generator floods."""
     egress = chain.egress_interfaces()
-    flood = subprocess.Popen(
-        ["ip", "netns", "exec", GENERATOR_NS, *generator, CardWorkload(None).frame().hex(), str(seconds + 2)]
-    )
+    flood = subprocess.Popen(["ip", "netns", "exec", GENERATOR_NS, *generator, frame.hex(), str(seconds + 2)])
     try:
-        time.sleep(1.0)
+        # warm-up: a frame crosses one card per loop iteration (a batch of every card): the chain fills
+        time.sleep(max(1.0, WARM_UP_PER_CARD_SECONDS * len(egress)))
         start_tx = [tx_packets(name) for name in egress]
         start, start_cpu = time.monotonic(), cpu_seconds(process.pid)
         time.sleep(seconds)
@@ -296,7 +296,9 @@ def main() -> int:
                 process = Process(folder, "one" if single else "one-group", chain.ports, single)
                 try:
                     install_chain(process, entries)
-                    per_cpu, delivered = measure_visits(process, chain, generator, args.seconds)
+                    per_cpu, delivered = measure_visits(
+                        process, chain, generator, args.seconds, entries.workload.frame()
+                    )
                     rows.append(
                         (f"(a) {label}", f"{per_cpu:,.0f} visits/CPU-s", f"{delivered:,.0f} frames/s out")
                     )
@@ -315,7 +317,9 @@ def main() -> int:
                 process = Process(folder, f"group{size}", chain.ports, False)
                 try:
                     install_chain(process, entries)
-                    per_cpu, delivered = measure_visits(process, chain, generator, args.seconds)
+                    per_cpu, delivered = measure_visits(
+                        process, chain, generator, args.seconds, entries.workload.frame()
+                    )
                     rows.append(
                         (
                             f"(b) {size} cards chained, one process",
