@@ -52,3 +52,32 @@ def test_the_program_is_shared_and_the_state_is_not(host: SwitchHost) -> None:
     one.pipeline.ingress(frame, 3)
     assert one.pipeline.counter_read("MyIngress.rx_port", 3)[0] == 1
     assert two.pipeline.counter_read("MyIngress.rx_port", 3)[0] == 0
+
+
+def test_a_config_pushed_to_every_card_is_kept_once() -> None:
+    """Two cards sent the same config over P4Runtime share its program, index, P4Info and text."""
+    from p4switch import compile_program
+    from p4switch.p4runtime.client import P4RuntimeClient
+
+    options = HostOptions(
+        SwitchOptions(grpc_address="127.0.0.1:0", priority_queues=8), [CardConfig(1), CardConfig(2)]
+    )
+    host = SwitchHost(options)
+    host.start()
+    clients = []
+    try:
+        p4info = compile_program(str(CARD_PROGRAM)).p4info
+        for device in (1, 2):
+            client = P4RuntimeClient(f"127.0.0.1:{host.grpc_port}", device, (0, 1))
+            clients.append(client)
+            client.arbitrate()
+            client.set_pipeline(p4info, CARD_PROGRAM.read_bytes())
+        one, two = host.cards[1].slot.config, host.cards[2].slot.config
+        assert one is not two and one.program is two.program
+        assert one.index is two.index and one.p4info is two.p4info and one.device_config is two.device_config
+        assert one.p4info == p4info and one.device_config == CARD_PROGRAM.read_bytes()
+        assert host.cards[1].slot.pipeline is not host.cards[2].slot.pipeline
+    finally:
+        for client in clients:
+            client.close()
+        host.stop()
