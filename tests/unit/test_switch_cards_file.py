@@ -195,3 +195,48 @@ def test_a_killed_process_takes_all_its_cards(tmp_path: Path) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         capabilities(grpc_address)
     assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+FAILING_CARDS_PROCESS = """
+import sys
+from p4switch.daemon import loop, cli
+calls = 0
+def failing_timeout(self):
+    global calls
+    calls += 1
+    if calls == 3:
+        raise OverflowError("timeout is too large")
+    return 50
+loop.ForwardingLoop._timeout_ms = failing_timeout
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_a_failed_loop_ends_the_process_with_all_its_cards(tmp_path: Path) -> None:
+    write_cards_file(
+        tmp_path / "cards.json", [CardConfig(d, [], f"unix:{tmp_path}/c{d}.ctl") for d in (1, 2)]
+    )
+    command = [
+        sys.executable,
+        "-c",
+        FAILING_CARDS_PROCESS,
+        "--cards",
+        str(tmp_path / "cards.json"),
+        "--process-control",
+        f"unix:{tmp_path}/group.ctl",
+        "--no-p4",
+        "--",
+        "--grpc-server-addr",
+        f"unix:{tmp_path}/grpc.sock",
+    ]
+    process = subprocess.run(
+        command,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert process.returncode == cli.EXIT_DATAPLANE_FAILED, process.stderr
+    assert "data plane failed: OverflowError" in process.stderr
+    assert not [name for name in os.listdir(tmp_path) if name.endswith((".ctl", ".sock"))]
