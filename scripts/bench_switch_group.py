@@ -9,7 +9,7 @@ i's port 2 is a veth pair to card i+1's port 1; the last card's port 2 leads to 
 namespace. Every card runs p4src/card.p4 with the same entries: port 1 faces a host
 (``host_in`` hit: the card claims the frame, so its hop count and trace start again and
 the chain can be longer than the trace), ``route`` (port 1, PE 7, class 0) -> port 2,
-``vc_queue``, and egress appends a trace entry: each card does a first hop's work.
+``vc_queue`` (bench_switch.py's entries), and egress appends a trace entry: each card does a first hop's work.
 
 Figures, measured in the same run:
 
@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from bench_switch import build_generator, cpu_seconds  # noqa: E402
+from bench_switch import CardWorkload, build_generator, cpu_seconds  # noqa: E402
 from p4.v1 import p4runtime_pb2  # noqa: E402
 
 from emulation.switch_launcher import switch_command  # noqa: E402
@@ -55,9 +55,9 @@ from p4switch.p4runtime.client import P4RuntimeClient, named_table_entry, update
 
 PREFIX = "tsg"
 GENERATOR_NS, SINK_NS = f"{PREFIX}gen", f"{PREFIX}sink"
-DST_PE = 7
 ROUTES_PER_CARD = 2100
 WRITE_BATCH = 1000
+WARM_UP_PER_CARD_SECONDS = 0.12
 
 
 def run(*command: str) -> None:
@@ -129,69 +129,28 @@ def pss_kib(pid: int) -> int:
     return 0
 
 
-def twinnet_frame() -> bytes:
-    ethernet = bytes.fromhex("02000000000202000000000188b5")
-    twinnet = (
-        DST_PE.to_bytes(2, "big")
-        + (1).to_bytes(2, "big")
-        + bytes(4)
-        + bytes(2)
-        + (1).to_bytes(4, "big")
-        + bytes(6)
-    )
-    data = ethernet + twinnet
-    return data + bytes(64 - len(data))
-
-
 class Entries:
-    """The card program's entries for the chain, and the route entries of the install benchmark."""
+    """The card program's entries for the chain (bench_switch.py's, and port 1 facing a host), and
+    the route entries of the install benchmark."""
 
     def __init__(self) -> None:
-        self.p4info = compile_program(str(CARD_PROGRAM)).p4info
-        self.device_config = CARD_PROGRAM.read_bytes()
+        self.workload = CardWorkload(compile_program(str(CARD_PROGRAM)))
+        self.p4info = self.workload.p4info
 
     def chain(self) -> list:
-        return [
-            named_table_entry(
-                self.p4info,
-                "MyIngress.host_in",
-                {"standard_metadata.ingress_port": 1},
-                "MyIngress.from_host",
-                {"pe": 1, "rclass": 0},
-            ),
-            named_table_entry(
-                self.p4info,
-                "MyIngress.route",
-                {"standard_metadata.ingress_port": 1, "hdr.tw.dst_pe": DST_PE, "hdr.tw.rclass": 0},
-                "MyIngress.set_route",
-                {"port": 2, "vc": 0},
-            ),
-            named_table_entry(
-                self.p4info,
-                "MyIngress.vc_queue",
-                {"hdr.tw.rclass": 0, "hdr.tw.vc": 0},
-                "MyIngress.set_queue",
-                {"prio": 0},
-            ),
-        ]
+        host_in = named_table_entry(
+            self.p4info,
+            "MyIngress.host_in",
+            {"standard_metadata.ingress_port": 1},
+            "MyIngress.from_host",
+            {"pe": 1, "rclass": 0},
+        )
+        return [host_in, *self.workload.base_entries()]
 
     def routes(self) -> list:
-        """ROUTES_PER_CARD route entries: 6 ports x 350 destinations (PE 1000 on: apart from the chain's)."""
+        """ROUTES_PER_CARD route entries (bench_switch.py's, apart from the chain's)."""
         return [
-            update(
-                p4runtime_pb2.Update.INSERT,
-                named_table_entry(
-                    self.p4info,
-                    "MyIngress.route",
-                    {
-                        "standard_metadata.ingress_port": 1 + index % 6,
-                        "hdr.tw.dst_pe": 1000 + index // 6,
-                        "hdr.tw.rclass": 0,
-                    },
-                    "MyIngress.set_route",
-                    {"port": 2, "vc": 0},
-                ),
-            )
+            update(p4runtime_pb2.Update.INSERT, self.workload.route_entry(index))
             for index in range(ROUTES_PER_CARD)
         ]
 
@@ -251,15 +210,14 @@ class Process:
 
 
 def measure_visits(
-    process: Process, chain: Chain, generator: list[str], seconds: float
+    process: Process, chain: Chain, generator: list[str], seconds: float, frame: bytes
 ) -> tuple[float, float]:
     """(card visits per CPU-second of the process, frames/s at the sink) while the generator floods."""
     egress = chain.egress_interfaces()
-    flood = subprocess.Popen(
-        ["ip", "netns", "exec", GENERATOR_NS, *generator, twinnet_frame().hex(), str(seconds + 2)]
-    )
+    flood = subprocess.Popen(["ip", "netns", "exec", GENERATOR_NS, *generator, frame.hex(), str(seconds + 2)])
     try:
-        time.sleep(1.0)
+        # warm-up: a frame crosses one card per loop iteration (a batch of every card): the chain fills
+        time.sleep(max(1.0, WARM_UP_PER_CARD_SECONDS * len(egress)))
         start_tx = [tx_packets(name) for name in egress]
         start, start_cpu = time.monotonic(), cpu_seconds(process.pid)
         time.sleep(seconds)
@@ -338,7 +296,9 @@ def main() -> int:
                 process = Process(folder, "one" if single else "one-group", chain.ports, single)
                 try:
                     install_chain(process, entries)
-                    per_cpu, delivered = measure_visits(process, chain, generator, args.seconds)
+                    per_cpu, delivered = measure_visits(
+                        process, chain, generator, args.seconds, entries.workload.frame()
+                    )
                     rows.append(
                         (f"(a) {label}", f"{per_cpu:,.0f} visits/CPU-s", f"{delivered:,.0f} frames/s out")
                     )
@@ -357,7 +317,9 @@ def main() -> int:
                 process = Process(folder, f"group{size}", chain.ports, False)
                 try:
                     install_chain(process, entries)
-                    per_cpu, delivered = measure_visits(process, chain, generator, args.seconds)
+                    per_cpu, delivered = measure_visits(
+                        process, chain, generator, args.seconds, entries.workload.frame()
+                    )
                     rows.append(
                         (
                             f"(b) {size} cards chained, one process",

@@ -9,6 +9,8 @@ for tools that need it). ``check_address`` refuses anything else in one line.
 from __future__ import annotations
 
 import ipaddress
+import os
+from collections.abc import Iterable
 
 UNIX_PREFIX = "unix:"
 LOOPBACK_NAMES = ("localhost",)
@@ -45,3 +47,20 @@ def check_address(address: str) -> str:
                 "other local users can reach it: prefer unix:/path"
             )
     return address
+
+
+def bound_address(address: str, port: int) -> str:
+    """Where a server given ``address`` listens: ``unix:/path`` as given, else HOST:``port`` (as bound)."""
+    if address.startswith(UNIX_PREFIX):
+        return address
+    return f"{address.rsplit(':', 1)[0]}:{port}"
+
+
+def remove_socket_files(addresses: Iterable[str | None]) -> None:
+    """Remove the files of the ``unix:/path`` addresses among ``addresses`` (for an exit without a stop)."""
+    for address in addresses:
+        if address and address.startswith(UNIX_PREFIX):
+            try:
+                os.unlink(address[len(UNIX_PREFIX) :])
+            except OSError:
+                pass

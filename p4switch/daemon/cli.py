@@ -71,7 +71,7 @@ from collections.abc import Sequence
 
 from p4switch.daemon.addresses import check_address
 from p4switch.daemon.host import HostOptions, SwitchHost
-from p4switch.daemon.host_config import read_cards_file
+from p4switch.daemon.host_config import CardsFileError, read_cards_file
 from p4switch.daemon.pfc import (
     DEFAULT_HEADROOM,
     DEFAULT_LINK_BPS,
@@ -243,7 +243,17 @@ def host_options(options: SwitchOptions, args: argparse.Namespace) -> HostOption
 
     Raises CardsFileError (one line naming the problem) for a file that cannot be right.
     """
-    return HostOptions(options, read_cards_file(args.cards), args.process_control)
+    cards = read_cards_file(args.cards)
+    taken = {card.control_address: card.device_id for card in cards if card.control_address}
+    for name, address in (
+        ("--process-control", args.process_control),
+        ("--grpc-server-addr", options.grpc_address),
+    ):
+        if address in taken:
+            raise CardsFileError(
+                f"cards file {args.cards}: device {taken[address]}'s side channel {address} is also {name}"
+            )
+    return HostOptions(options, cards, args.process_control)
 
 
 def raise_file_limit() -> None:
@@ -329,17 +339,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         switch.grpc_listening_address(),
         side,
     )
+    return serve_until_stopped(switch, stop_requested, log)
+
+
+def serve_until_stopped(
+    server: Switch | SwitchHost, stop_requested: threading.Event, log: logging.Logger
+) -> int:
+    """Wait for a signal or a failed data plane; stop (exit 0) or exit at once with EXIT_DATAPLANE_FAILED."""
     while not stop_requested.wait(FAILURE_CHECK_SECONDS):
-        if switch.failed.is_set():
+        if server.failed.is_set():
             break
-    if switch.failed.is_set():
-        # a card without a data plane is dead: exit at once (the kernel closes every socket), so that
-        # whoever watches the process sees it now, not after an orderly shutdown of gRPC
-        print(f"twinnet-switch: data plane failed: {switch.dataplane.failure}", file=sys.stderr, flush=True)
-        switch.remove_socket_files()
+    if server.failed.is_set():
+        # a card without a data plane is dead (with --cards: every card of the process): exit at once (the
+        # kernel closes every socket), so that whoever watches sees it now, not after gRPC's orderly shutdown
+        print(f"twinnet-switch: data plane failed: {server.failure}", file=sys.stderr, flush=True)
+        server.remove_socket_files()
         logging.shutdown()
         os._exit(EXIT_DATAPLANE_FAILED)
-    switch.stop()
+    server.stop()
     exit_promptly(log)
     return 0
 
@@ -359,18 +376,7 @@ def run_host(options: HostOptions, stop_requested: threading.Event, log: logging
         sorted(host.cards),
         host.grpc_listening_address(),
     )
-    while not stop_requested.wait(FAILURE_CHECK_SECONDS):
-        if host.failed.is_set():
-            break
-    if host.failed.is_set():
-        # every card of the process is dead: exit at once, so that whoever watches sees it now
-        print(f"twinnet-switch: data plane failed: {host.loop.failure}", file=sys.stderr, flush=True)
-        host.remove_socket_files()
-        logging.shutdown()
-        os._exit(EXIT_DATAPLANE_FAILED)
-    host.stop()
-    exit_promptly(log)
-    return 0
+    return serve_until_stopped(host, stop_requested, log)
 
 
 def exit_promptly(log: logging.Logger) -> None:

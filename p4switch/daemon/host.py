@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4switch.daemon.addresses import UNIX_PREFIX
+from p4switch.daemon.addresses import bound_address, remove_socket_files
 from p4switch.daemon.card import Card, SwitchOptions, load_program
 from p4switch.daemon.host_config import CardConfig, check_cards
 from p4switch.daemon.loop import ForwardingLoop
@@ -163,24 +163,17 @@ class SwitchHost:
     # ----- end ---------------------------------------------------------------------------------
     def grpc_listening_address(self) -> str:
         """Where P4Runtime listens: ``unix:/path``, or HOST:PORT with the port actually bound."""
-        address = self.options.base.grpc_address
-        if address.startswith(UNIX_PREFIX):
-            return address
-        return f"{address.rsplit(':', 1)[0]}:{self.grpc_port}"
+        return bound_address(self.options.base.grpc_address, self.grpc_port)
 
     def remove_socket_files(self) -> None:
         """Remove the Unix socket files of gRPC and every side channel; for an exit without ``stop()``."""
-        addresses = [self.options.base.grpc_address, self.options.process_control or ""]
-        addresses += [card.options.control_address or "" for card in self.cards.values()]
-        for address in addresses:
-            if address.startswith(UNIX_PREFIX):
-                try:
-                    os.unlink(address[len(UNIX_PREFIX) :])
-                except OSError:
-                    pass
+        addresses = [self.options.base.grpc_address, self.options.process_control]
+        remove_socket_files(addresses + [card.options.control_address for card in self.cards.values()])
 
-    def wait(self, timeout: float | None = None) -> bool:
-        return self._stopped.wait(timeout)
+    @property
+    def failure(self) -> str | None:
+        """Why the forwarding loop stopped, if it failed."""
+        return self.loop.failure
 
     def stop(self) -> None:
         """Stop serving, join the loop, close every socket."""

@@ -106,7 +106,33 @@ def verify_config(
     mismatch = p4info_mismatch(p4info, program.p4info)
     if mismatch:
         raise P4RuntimeError(code_pb2.INVALID_ARGUMENT, mismatch)
-    return LoadedConfig(program, P4InfoIndex(program.p4info), p4info, device_config, cookie)
+    index, p4info, device_config = shared_parts(program, p4info, device_config)
+    return LoadedConfig(program, index, p4info, device_config, cookie)
+
+
+#: the parts of the last config verified (program, P4Info index, P4Info as sent, serialised, and the
+#: device config): the many cards of a process are sent the same config, and keep one copy of it
+_last_parts: list[Any] = []
+_last_parts_lock = threading.Lock()
+
+
+def shared_parts(
+    program: Any, p4info: p4info_pb2.P4Info, device_config: bytes
+) -> tuple[P4InfoIndex, p4info_pb2.P4Info, bytes]:
+    """The index of ``program``'s P4Info, ``p4info`` and ``device_config``: the last config's objects
+    when they are equal to them (read-only from then on: a new config replaces them, never edits)."""
+    serialized = p4info.SerializeToString(deterministic=True)
+    with _last_parts_lock:
+        if _last_parts and _last_parts[0] is program:
+            _, index, known_serialized, known_p4info, known_config = _last_parts
+            if serialized == known_serialized:
+                p4info = known_p4info
+            if device_config == known_config:
+                device_config = known_config
+            return index, p4info, device_config
+        index = P4InfoIndex(program.p4info)
+        _last_parts[:] = [program, index, serialized, p4info, device_config]
+        return index, p4info, device_config
 
 
 class PipelineSlot:

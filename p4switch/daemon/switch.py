@@ -8,7 +8,7 @@ import os
 import threading
 from typing import Any
 
-from p4switch.daemon.addresses import UNIX_PREFIX
+from p4switch.daemon.addresses import bound_address, remove_socket_files
 from p4switch.daemon.card import Card, PacketIoBridge, SwitchOptions, load_program
 from p4switch.daemon.program import CompileFunction, default_compile
 from p4switch.daemon.side_channel import ControlServer
@@ -77,19 +77,16 @@ class Switch:
 
     def grpc_listening_address(self) -> str:
         """Where P4Runtime listens: ``unix:/path``, or HOST:PORT with the port actually bound."""
-        address = self.options.grpc_address
-        if address.startswith(UNIX_PREFIX):
-            return address
-        return f"{address.rsplit(':', 1)[0]}:{self.grpc_port}"
+        return bound_address(self.options.grpc_address, self.grpc_port)
 
     def remove_socket_files(self) -> None:
         """Remove the Unix socket files of the control surfaces (if any); for an exit without ``stop()``."""
-        for address in (self.options.grpc_address, self.options.control_address or ""):
-            if address.startswith(UNIX_PREFIX):
-                try:
-                    os.unlink(address[len(UNIX_PREFIX) :])
-                except OSError:
-                    pass
+        remove_socket_files((self.options.grpc_address, self.options.control_address))
+
+    @property
+    def failure(self) -> str | None:
+        """Why the data plane stopped, if it failed."""
+        return self.dataplane.failure
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until ``stop()``; True if stopped."""

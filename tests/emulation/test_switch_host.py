@@ -117,10 +117,12 @@ def test_cards_of_one_process_forward_between_each_other_and_to_hosts(line3: Hos
     assert receive(line3.h2, 30, 3.0) == east
     assert receive(line3.h1, 30, 3.0) == west
     time.sleep(0.1)  # a batch's tx_frames is added after its last frame is sent
-    for index in range(3):  # every card saw each frame once in each direction
+    for index in range(3):  # every card forwarded each frame once in each direction
         stats = line3.stats(index)
-        assert port_row(stats, 1)["rx_frames"] == 30 and port_row(stats, 2)["tx_frames"] == 30
-        assert port_row(stats, 2)["rx_frames"] == 30 and port_row(stats, 1)["tx_frames"] == 30
+        assert port_row(stats, 2)["tx_frames"] == 30 and port_row(stats, 1)["tx_frames"] == 30
+        # anything else the kernel put on a link (none expected) has no route: dropped by ingress
+        received = port_row(stats, 1)["rx_frames"] + port_row(stats, 2)["rx_frames"]
+        assert received - stats["counters"]["ingress_drops"] == 60
         assert stats["device_id"] == 10 + index
 
 
@@ -188,6 +190,7 @@ def test_lossless_cards_of_one_process_pause_each_other(tmp_path: Path) -> None:
         assert (
             s2_in["pause_frames_sent"] >= 1 and s1_out["pause_frames_received"] == s2_in["pause_frames_sent"]
         )
-        assert host_pauses == port_row(s1, 1)["pfc"][0]["pause_frames_sent"] >= 1
+        # the host reads pauses while it sends: one sent after its last frame is not seen
+        assert 1 <= host_pauses <= port_row(s1, 1)["pfc"][0]["pause_frames_sent"]
     finally:
         line.close()

@@ -95,6 +95,16 @@ def test_a_missing_cards_file_is_refused(tmp_path: Path, capsys: pytest.CaptureF
     assert "cannot read it" in capsys.readouterr().err
 
 
+def test_a_side_channel_that_is_also_the_process_one_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "cards.json"
+    write_cards_file(path, [CardConfig(1, [], f"unix:{tmp_path}/x.ctl")])
+    assert cli.main(["--cards", str(path), "--process-control", f"unix:{tmp_path}/x.ctl", "--no-p4"]) == 2
+    assert "device 1's side channel" in capsys.readouterr().err
+    assert not (tmp_path / "x.ctl").exists()
+
+
 @pytest.mark.parametrize("extra", [["-i", "1@a"], ["--device-id", "3"], ["--side-channel", "unix:/tmp/s"]])
 def test_per_card_options_are_refused_with_cards(
     tmp_path: Path, extra: list[str], capsys: pytest.CaptureFixture[str]
@@ -185,3 +195,48 @@ def test_a_killed_process_takes_all_its_cards(tmp_path: Path) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         capabilities(grpc_address)
     assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+FAILING_CARDS_PROCESS = """
+import sys
+from p4switch.daemon import loop, cli
+calls = 0
+def failing_timeout(self):
+    global calls
+    calls += 1
+    if calls == 3:
+        raise OverflowError("timeout is too large")
+    return 50
+loop.ForwardingLoop._timeout_ms = failing_timeout
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_a_failed_loop_ends_the_process_with_all_its_cards(tmp_path: Path) -> None:
+    write_cards_file(
+        tmp_path / "cards.json", [CardConfig(d, [], f"unix:{tmp_path}/c{d}.ctl") for d in (1, 2)]
+    )
+    command = [
+        sys.executable,
+        "-c",
+        FAILING_CARDS_PROCESS,
+        "--cards",
+        str(tmp_path / "cards.json"),
+        "--process-control",
+        f"unix:{tmp_path}/group.ctl",
+        "--no-p4",
+        "--",
+        "--grpc-server-addr",
+        f"unix:{tmp_path}/grpc.sock",
+    ]
+    process = subprocess.run(
+        command,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert process.returncode == cli.EXIT_DATAPLANE_FAILED, process.stderr
+    assert "data plane failed: OverflowError" in process.stderr
+    assert not [name for name in os.listdir(tmp_path) if name.endswith((".ctl", ".sock"))]
