@@ -80,18 +80,19 @@ def dort_spec(network: CardNetwork) -> TableSpec:
         local = ~arrived & (holder == side)
         ring_hop = ~arrived & ~local & split_dim[np.maximum(dim, 0)]
         # default: cross the internal link to inject into a dimension the other card holds
-        egress = view.internal_port[cards].copy()
-        vc = np.full(cards.size, plan.get("inject", 0))
-        use = np.full(cards.size, USE_CODE["inject"])
+        egress = np.where(at_home, view.pe_port[cards], np.where(local, port, view.internal_port[cards]))
+        vc = np.full(dim.shape, plan.get("inject", 0), dtype=np.int8)
+        use = np.full(dim.shape, USE_CODE["inject"], dtype=np.int8)
         # the first port is on this card: take it
-        egress[local], vc[local], use[local] = port[local], ring[local], USE_CODE["external"]
+        np.copyto(vc, ring, where=local)
+        np.copyto(use, USE_CODE["external"], where=local)
         # the internal link is part of a split dimension's ring: that dimension's upper/lower pair
-        vc[ring_hop] = ring_vc[dim[ring_hop]] + ring[ring_hop]
-        use[ring_hop] = USE_CODE["ring"]
+        np.copyto(vc, ring_vc.take(np.maximum(dim, 0)) + ring, where=ring_hop, casting="unsafe")
+        np.copyto(use, USE_CODE["ring"], where=ring_hop)
         # arrived: deliver, or eject to the other card's PE
-        eject = arrived & ~at_home
-        vc[eject], use[eject] = plan["eject"], USE_CODE["eject"]
-        egress[at_home], vc[at_home], use[at_home] = view.pe_port[cards][at_home], 0, USE_CODE["deliver"]
+        np.copyto(vc, np.where(at_home, 0, plan["eject"]), where=arrived, casting="unsafe")
+        arrival_use = np.where(at_home, USE_CODE["deliver"], USE_CODE["eject"])
+        np.copyto(use, arrival_use, where=arrived, casting="unsafe")
         return egress, vc, use
 
     vc_names = {

@@ -107,32 +107,39 @@ def first_move(
     The first dimension in `order` whose coordinate differs from the destination's,
     the minimal direction on its ring (``ties[i]`` at distance k_i/2, + if absent),
     and UPPER/LOWER by the destination coordinate; dimension -1 where the packet
-    is at the destination node. Cells leave the loop as soon as they are decided.
+    is at the destination node. `cards` and `dsts` broadcast (e.g. a row of cards
+    against a column of destinations): per dimension the move is read from a
+    k_i x k_i table of (t_i, o_i), and earlier dimensions of `order` overwrite later ones.
     """
-    dim = np.full(cards.size, -1, dtype=np.int64)
-    direction = np.zeros(cards.size, dtype=np.int64)
-    ring = np.zeros(cards.size, dtype=np.int64)
-    pending = np.arange(cards.size)
-    for i in order:
-        if not pending.size:
-            break
-        o = view.coords[cards[pending], i]
-        t = view.coords_of_pe[dsts[pending], i]
-        s = ring_direction(o, t, view.dims[i], ties.get(i, +1))
-        moving = s != 0
-        decided = pending[moving]
-        dim[decided] = i
-        direction[decided] = s[moving]
-        ring[decided] = upper_or_lower(o[moving], t[moving])
-        pending = pending[~moving]
+    shape = np.broadcast_shapes(np.shape(cards), np.shape(dsts))
+    dim = np.full(shape, -1, dtype=np.int8)
+    direction = np.zeros(shape, dtype=np.int8)
+    ring = np.zeros(shape, dtype=np.int8)
+    for i in reversed(order):
+        k = view.dims[i]
+        steps, rings = _move_tables(k, ties.get(i, +1))
+        key = (view.coords_of_pe[dsts, i] * k).astype(np.int32) + view.coords[cards, i].astype(np.int32)
+        step = steps.take(key)
+        moving = step != 0
+        np.copyto(dim, i, where=moving)
+        np.copyto(direction, step, where=moving)
+        np.copyto(ring, rings.take(key), where=moving)
     return dim, direction, ring
+
+
+def _move_tables(k: int, tie: int) -> tuple[np.ndarray, np.ndarray]:
+    """Direction and ring VC of every (target t, origin o) on a ring of k nodes, flat at t * k + o."""
+    t, o = np.divmod(np.arange(k * k), k)
+    return ring_direction(o, t, k, tie).astype(np.int8), upper_or_lower(o, t).astype(np.int8)
 
 
 def port_of_move(
     view: TorusView, cards: np.ndarray, dim: np.ndarray, direction: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(card port number, side of the card holding the port) of d_dim^direction; (0, -1) where dim is -1."""
-    column = np.where(dim >= 0, 2 * dim + (direction < 0), 0)
-    port = np.where(dim >= 0, view.port[cards, column], 0)
-    holder = np.where(dim >= 0, view.card_of_port[np.maximum(dim, 0), (direction < 0).astype(np.int64)], -1)
+    moving = dim >= 0
+    column = np.where(moving, 2 * dim.astype(np.int32) + (direction < 0), 0)
+    per_card = view.port.shape[1]
+    port = np.where(moving, view.port.ravel().take(np.asarray(cards, dtype=np.int32) * per_card + column), 0)
+    holder = np.where(moving, view.card_of_port.ravel().take(column), -1)
     return port, holder

@@ -60,14 +60,15 @@ def tsdor_spec(network: CardNetwork) -> TableSpec:
         local = ~arrived & (holder == side)
         ring_hop = ~arrived & ~local & (dim == (h if h is not None else -2))
         # default: inject or eject over the internal link, card 0 -> 1 lower, 1 -> 0 upper
-        egress = view.internal_port[cards].copy()
-        vc = np.where(side == 0, LOWER, UPPER)
-        use = np.where(arrived, USE_CODE["eject"], USE_CODE["inject"])
-        # the first port is on this card: take it
-        egress[local], vc[local], use[local] = port[local], ring[local], USE_CODE["external"]
-        # the internal link is part of d_h's ring: upper/lower by the coordinate
-        vc[ring_hop], use[ring_hop] = ring[ring_hop], USE_CODE["ring"]
-        egress[at_home], vc[at_home], use[at_home] = view.pe_port[cards][at_home], 0, USE_CODE["deliver"]
+        egress = np.where(at_home, view.pe_port[cards], np.where(local, port, view.internal_port[cards]))
+        vc = np.broadcast_to(np.where(side == 0, LOWER, UPPER).astype(np.int8), dim.shape).copy()
+        use = np.where(arrived, USE_CODE["eject"], USE_CODE["inject"]).astype(np.int8)
+        # the first port is on this card: take it; the internal link is part of d_h's ring: upper/lower
+        np.copyto(vc, ring, where=local | ring_hop)
+        np.copyto(use, USE_CODE["external"], where=local)
+        np.copyto(use, USE_CODE["ring"], where=ring_hop)
+        np.copyto(vc, 0, where=at_home)
+        np.copyto(use, USE_CODE["deliver"], where=at_home)
         return egress, vc, use
 
     vc_names = {
