@@ -108,38 +108,49 @@ def first_move(
     the minimal direction on its ring (``ties[i]`` at distance k_i/2, + if absent),
     and UPPER/LOWER by the destination coordinate; dimension -1 where the packet
     is at the destination node. `cards` and `dsts` broadcast (e.g. a row of cards
-    against a column of destinations): per dimension the move is read from a
-    k_i x k_i table of (t_i, o_i), and earlier dimensions of `order` overwrite later ones.
+    against a column of destinations). Per dimension the move is read from a
+    k_i x k_i table of (t_i, o_i) as one code, 1 + 4i + 2[direction -] + ring
+    (0: no move), and earlier dimensions of `order` overwrite later ones.
     """
     shape = np.broadcast_shapes(np.shape(cards), np.shape(dsts))
-    dim = np.full(shape, -1, dtype=np.int8)
-    direction = np.zeros(shape, dtype=np.int8)
-    ring = np.zeros(shape, dtype=np.int8)
+    code = np.zeros(shape, dtype=np.int8)
     for i in reversed(order):
-        k = view.dims[i]
-        steps, rings = _move_tables(k, ties.get(i, +1))
-        key = (view.coords_of_pe[dsts, i] * k).astype(np.int32) + view.coords[cards, i].astype(np.int32)
-        step = steps.take(key)
-        moving = step != 0
-        np.copyto(dim, i, where=moving)
-        np.copyto(direction, step, where=moving)
-        np.copyto(ring, rings.take(key), where=moving)
+        moves = _move_codes(view.dims[i], ties.get(i, +1), i)
+        mine = _by_pair(moves, view.coords_of_pe[dsts, i], view.coords[cards, i])
+        code = np.where(mine != 0, mine, code)  # a select: np.copyto with a mask is far slower
+    moving = code != 0
+    step = code - np.int8(1)  # 4i + 2[direction -] + ring where moving
+    dim = np.where(moving, step >> 2, np.int8(-1))
+    direction = np.where(moving, np.int8(1) - np.int8(2) * ((step >> 1) & 1), np.int8(0))
+    ring = np.where(moving, step & 1, np.int8(0))
     return dim, direction, ring
 
 
-def _move_tables(k: int, tie: int) -> tuple[np.ndarray, np.ndarray]:
-    """Direction and ring VC of every (target t, origin o) on a ring of k nodes, flat at t * k + o."""
+def _move_codes(k: int, tie: int, i: int) -> np.ndarray:
+    """k x k table over (target t, origin o) of dimension i's move code (0 where t == o)."""
     t, o = np.divmod(np.arange(k * k), k)
-    return ring_direction(o, t, k, tie).astype(np.int8), upper_or_lower(o, t).astype(np.int8)
+    step = ring_direction(o, t, k, tie)
+    code = 1 + 4 * i + 2 * (step < 0) + upper_or_lower(o, t)
+    return np.where(step == 0, 0, code).astype(np.int8).reshape(k, k)
+
+
+def _by_pair(table: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """``table[rows, columns]`` broadcast; a column of rows against a row of columns reads whole rows."""
+    if rows.ndim == 2 and columns.ndim == 2 and rows.shape[1] == 1 and columns.shape[0] == 1:
+        return np.take(table[rows[:, 0]], columns[0], axis=1)  # C order (fancy indexing gives F order)
+    return table[rows, columns]
 
 
 def port_of_move(
     view: TorusView, cards: np.ndarray, dim: np.ndarray, direction: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(card port number, side of the card holding the port) of d_dim^direction; (0, -1) where dim is -1."""
-    moving = dim >= 0
-    column = np.where(moving, 2 * dim.astype(np.int32) + (direction < 0), 0)
-    per_card = view.port.shape[1]
-    port = np.where(moving, view.port.ravel().take(np.asarray(cards, dtype=np.int32) * per_card + column), 0)
-    holder = np.where(moving, view.card_of_port.ravel().take(column), -1)
+    shape = np.broadcast_shapes(np.shape(cards), np.shape(dim))
+    column = 2 * dim + (direction < 0)  # d_i+ is column 2i of view.port, d_i- column 2i + 1
+    port = np.zeros(shape, dtype=np.int16)
+    holder = np.full(shape, -1, dtype=np.int8)
+    for j in range(2 * view.n):
+        here = column == j
+        port = np.where(here, view.port[cards, j].astype(np.int16), port)
+        holder = np.where(here, np.int8(view.card_of_port[j // 2, j % 2]), holder)
     return port, holder
