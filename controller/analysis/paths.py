@@ -109,32 +109,38 @@ class AllPairs:
             self._fail(MisdeliveryError, int(wrong[0]), f"delivers to PE {host}")
 
     def _successors(self) -> np.ndarray:
-        """Index of the entry each hop leads to (-1 after delivery), by dense blocks of (dst, class)."""
+        """Index of the entry each hop leads to (-1 after delivery), by dense blocks of (dst, class).
+
+        An entry's cell in a block is (dst, class) * cards * ports + card * ports + ingress port;
+        the entry it leads to sits in the cell of the same (dst, class) at the far end of its link.
+        """
         t, net = self.tables, self.tables.network
-        states = net.num_cards * self.width
-        group = t.dst_pe.astype(np.int64) * t.num_classes + t.routing_class
-        state = t.card_id.astype(np.int64) * self.width + t.ingress_port
-        moving = self.kind != HOST
-        peer_card, peer_port = net.peer_card.ravel()[self.link], net.peer_port.ravel()[self.link]
-        next_state = np.where(moving, peer_card.astype(np.int64) * self.width + peer_port, 0)
-        succ = np.full(len(t), -1, dtype=np.int64)
+        width = self.width
+        states = net.num_cards * width
+        succ = np.full(len(t), -1, dtype=np.int32 if len(t) < 1 << 31 else np.int64)
         if not len(t):
             return succ
+        group = t.dst_pe.astype(np.int64) * t.num_classes + t.routing_class
+        state = t.card_id.astype(np.int32) * np.int32(width) + t.ingress_port
+        moving = self.kind != HOST
+        peer = net.peer_card.astype(np.int32) * np.int32(width) + net.peer_port
+        next_state = np.where(moving, peer.ravel()[self.link], state)  # delivered: its own cell
         low, high = int(group[0]), int(group[-1]) + 1
         groups_per_block = max(1, min(CELLS_PER_BLOCK // states, high - low))
+        dense = np.empty(groups_per_block * states, dtype=np.int32)
         for first in range(low, high, groups_per_block):
             a, b = np.searchsorted(group, [first, first + groups_per_block])
             if a == b:
                 continue
-            dense = np.full(groups_per_block * states, -1, dtype=np.int32)
-            local = (group[a:b] - first) * states
+            dense.fill(-1)
+            local = (group[a:b] - first).astype(np.int32) * np.int32(states)
             dense[local + state[a:b]] = np.arange(a, b, dtype=np.int32)
             found = dense[local + next_state[a:b]]
             succ[a:b] = np.where(moving[a:b], found, -1)
             missing = np.flatnonzero(moving[a:b] & (found < 0))
             if missing.size:
                 e = a + int(missing[0])
-                nc, np_ = int(peer_card[e]), int(peer_port[e])
+                nc, np_ = int(net.peer_card.ravel()[self.link[e]]), int(net.peer_port.ravel()[self.link[e]])
                 self._fail(
                     MissingEntryError,
                     e,

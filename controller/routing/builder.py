@@ -99,7 +99,9 @@ class TableSpec:
     def block(self, first: int, last: int) -> RoutingTables:
         """The entries of the tables whose destination PE is in [first, last), sorted as the tables are."""
         present, decisions = _entry_cells(self, np.arange(first, last, dtype=np.int64))
-        cell = np.flatnonzero(present).astype(np.int64)
+        cell = np.flatnonzero(present)
+        if present.size < 1 << 31:
+            cell = cell.astype(np.int32)
         columns = _entry_columns(self, cell, decisions, first)
         if self.refine is not None:
             columns[5], columns[6] = self.refine(*columns[:3], *columns[4:])
@@ -227,9 +229,15 @@ def _entry_columns(
 ) -> list[np.ndarray]:
     """Entry columns (card, ingress, dst, class, egress, VC, use) of the marked cells `cell`."""
     network = spec.network
-    at, port = np.divmod(cell, network.max_port + 1)  # at: (destination, class, card) of the block
-    rest, card = np.divmod(at, network.num_cards)
-    column, cls = np.divmod(rest, spec.num_classes)
+    width, cards, classes = (
+        np.asarray(x, dtype=cell.dtype) for x in (network.max_port + 1, network.num_cards, spec.num_classes)
+    )
+    at = cell // width  # (destination, class, card) of the block; division by a scalar, not divmod (slow)
+    port = cell - at * width
+    rest = at // cards
+    card = at - rest * cards
+    column = rest // classes
+    cls = rest - column * classes
     return [card, port, column + first, cls, *(grid.ravel()[at] for grid in decisions)]
 
 
