@@ -101,7 +101,7 @@ class Dependencies:
         t = pairs.tables
         if not len(t):
             return
-        queue = t.queues()
+        queue = pairs.queues
         self._grow(int(queue.max()) + 1)
         s = self.stride
         dtype = np.int32 if self.edge_flags.size < 1 << 31 else np.int64

@@ -66,8 +66,6 @@ class AllPairs:
         self.kind = net.port_kind.ravel()[self.link]
         self._check_exits()
         self.succ = self._successors()
-        self.own_external = (self.kind == EXTERNAL).astype(np.int32)
-        self.own_internal = (self.kind == INTERNAL).astype(np.int32)
         arrival = card * np.int32(self.width) + tables.ingress_port
         self.first_hop = net.port_kind.ravel()[arrival] == HOST
         self.start = np.flatnonzero(self.first_hop)
@@ -152,17 +150,19 @@ class AllPairs:
         """External and internal links from each entry to delivery, by pointer doubling; refuses loops.
 
         First hops (entries on a host port) are leaves: no entry leads to them. The
-        doubling runs over the other entries only, with one extra sink entry that
-        every finished pointer rests on; first hops then add their own hop.
+        doubling runs over the other entries only (the inner ones), with one extra
+        sink entry that every finished pointer rests on; first hops then add their
+        own hop. Counts are packed as external * 2^16 + internal in one int32.
         """
-        packed = self.own_external * np.int32(1 << 16) + self.own_internal
+        packed = np.where(self.kind == EXTERNAL, np.int32(1 << 16), np.int32(0))
+        packed += self.kind == INTERNAL
         inner = np.flatnonzero(~self.first_hop)
         sink = inner.size
-        position = np.full(len(packed), sink, dtype=np.int32)
+        # position of each entry among inner ones; an extra last cell (index -1: no successor) is the sink
+        position = np.full(len(packed) + 1, sink, dtype=np.int32)
         position[inner] = np.arange(sink, dtype=np.int32)
-        after = self.succ[inner]
-        pointer = np.append(np.where(after >= 0, position[np.maximum(after, 0)], sink), sink).astype(np.int32)
-        value = np.append(packed[inner], 0).astype(np.int32)
+        pointer = np.append(position[self.succ[inner]], np.int32(sink))
+        value = np.append(packed[inner], np.int32(0))
         rounds = math.ceil(math.log2(max(2, sink))) + 1
         for _ in range(rounds):
             if (pointer == sink).all():
@@ -172,8 +172,8 @@ class AllPairs:
         if (pointer != sink).any():
             self._fail(RoutingLoopError, int(inner[np.flatnonzero(pointer != sink)[0]]), "packets loop")
         packed[inner] = value[:sink]
-        first = self.start[self.succ[self.start] >= 0]
-        packed[first] += packed[self.succ[first]]
+        packed[self.start] += value[position[self.succ[self.start]]]
+        self._inner, self._inner_depth = inner, (value[:sink] >> 16) + (value[:sink] & ((1 << 16) - 1))
         return packed >> 16, packed & ((1 << 16) - 1)
 
     def _check_starts(self) -> None:
@@ -199,6 +199,11 @@ class AllPairs:
 
     # -- results ------------------------------------------------------------------
 
+    @cached_property
+    def queues(self) -> np.ndarray:
+        """Queue of every entry (``RoutingTables.queues``, computed once for the totals and the CDG)."""
+        return self.tables.queues()
+
     @property
     def num_paths(self) -> int:
         """Ordered pairs of distinct PEs routed."""
@@ -217,30 +222,33 @@ class AllPairs:
         return self.external() + self.internal()
 
     def loads(self, weights: np.ndarray | None = None) -> np.ndarray:
-        """Traffic through each entry when path i carries ``weights[i]`` (default 1: the number of paths)."""
+        """Traffic through each entry when path i carries ``weights[i]`` (default 1: the number of paths).
+
+        Each entry's load is its own path's weight (first hops) plus what its
+        predecessors pass on, added in entry order: the first hops' first, then
+        level after level of remaining links, deepest first.
+        """
         load = np.zeros(len(self.tables), dtype=np.float64)
         load[self.start] = 1.0 if weights is None else weights
         moving = self.start[self.succ[self.start] >= 0]
-        load += np.bincount(self.succ[moving], weights=load[moving], minlength=load.size)
+        np.add.at(load, self.succ[moving], load[moving])
         for level, after in self._levels:
             np.add.at(load, after, load[level])
         return load
 
     @cached_property
     def _levels(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Entries that lead on, deepest first, in groups of equal remaining links: (entries, successors)."""
-        inner = np.flatnonzero(~self.first_hop)
-        depth = (self.rest_external + self.rest_internal)[inner]
+        """Inner entries that lead on, deepest first, in groups of equal remaining links: (entries,
+        successors). Only deliveries have no links left, so the last group (0 links) is left out."""
+        depth = self._inner_depth
         top = int(depth.max(initial=0))
         rank = np.argsort((top - depth).astype(np.uint16), kind="stable")  # radix sort, deepest first
-        order = inner[rank]
-        bounds = np.flatnonzero(np.diff(depth[rank])) + 1
-        levels = []
-        for level in np.split(order, bounds):
-            level = level[self.succ[level] >= 0]
-            if level.size:
-                levels.append((level, self.succ[level]))
-        return levels
+        order = self._inner[rank]
+        ordered = depth[rank]
+        levels = np.split(order, np.flatnonzero(np.diff(ordered)) + 1)
+        if ordered.size and ordered[-1] == 0:
+            levels = levels[:-1]
+        return [(level, self.succ[level]) for level in levels]
 
     def path_entries(self, path: int) -> list[int]:
         """Entry indices of path number `path` (0 .. num_paths-1), in hop order."""
