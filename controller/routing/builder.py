@@ -109,7 +109,7 @@ class TableSpec:
 
     def build(self) -> RoutingTables:
         """The whole tables: every destination's entries."""
-        parts = [_columns(block) for block in self.blocks(self.default_block())]
+        parts = [columns_of(block) for block in self.blocks(self.default_block())]
         return self.tables(
             [
                 np.concatenate([part[i] for part in parts]) if parts else np.zeros(0, dtype)
@@ -141,7 +141,8 @@ class TableSpec:
         )
 
 
-def _columns(tables: RoutingTables) -> list[np.ndarray]:
+def columns_of(tables: RoutingTables) -> list[np.ndarray]:
+    """The entry columns of `tables` in the builder's order (card, ingress, dst, class, egress, VC, use)."""
     return [
         tables.card_id,
         tables.ingress_port,

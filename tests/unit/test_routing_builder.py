@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from controller.routing import BlackHoleError, routing_spec
-from controller.routing.builder import table_spec
+from controller.routing.builder import columns_of, table_spec
 from controller.routing.network import CardNetwork
 from topologies.fattree import kary_ntree, twin_fattree
 from topologies.torus import ndt_torus, torus
@@ -64,23 +64,7 @@ def walked_entries(spec) -> list[tuple[int, ...]]:
 def test_tables_hold_exactly_the_walked_entries(topology, algorithm):
     spec = routing_spec(topology, algorithm)
     tables = spec.build()
-    built = list(
-        zip(
-            *(
-                column.tolist()
-                for column in (
-                    tables.card_id,
-                    tables.ingress_port,
-                    tables.dst_pe,
-                    tables.routing_class,
-                    tables.egress_port,
-                    tables.vc,
-                    tables.use,
-                )
-            ),
-            strict=True,
-        )
-    )
+    built = list(zip(*(column.tolist() for column in columns_of(tables)), strict=True))
     assert built == walked_entries(spec)
 
 
