@@ -44,6 +44,22 @@ from controller.routing.walker import walk
 CELLS_PER_BLOCK = 1 << 24
 
 
+#: a reused look-up array of -1 (unset) cells, see _unset_cells
+_UNSET: list[np.ndarray] = []
+
+
+def _unset_cells(size: int) -> np.ndarray:
+    """An int32 array of at least `size` cells, all -1; the caller sets cells and must unset them after.
+
+    Kept from block to block: most cells of a block's dense look-up are never
+    set (a fat tree's destination uses few of its cards' ports), so unsetting
+    the few set ones costs far less than filling a new array per block.
+    """
+    if not _UNSET or _UNSET[0].size < size:
+        _UNSET[:] = [np.full(size, -1, dtype=np.int32)]
+    return _UNSET[0]
+
+
 class AllPairs:
     """The paths of all ordered pairs of distinct PEs through `tables`, validated on construction.
 
@@ -125,15 +141,18 @@ class AllPairs:
         next_state = np.where(moving, peer.ravel()[self.link], state)  # delivered: its own cell
         low, high = int(group[0]), int(group[-1]) + 1
         groups_per_block = max(1, min(CELLS_PER_BLOCK // states, high - low))
-        dense = np.empty(groups_per_block * states, dtype=np.int32)
+        dense = _unset_cells(groups_per_block * states)
         for first in range(low, high, groups_per_block):
             a, b = np.searchsorted(group, [first, first + groups_per_block])
             if a == b:
                 continue
-            dense.fill(-1)
             local = (group[a:b] - first).astype(np.int32) * np.int32(states)
-            dense[local + state[a:b]] = np.arange(a, b, dtype=np.int32)
-            found = dense[local + next_state[a:b]]
+            cells = local + state[a:b]
+            try:
+                dense[cells] = np.arange(a, b, dtype=np.int32)
+                found = dense[local + next_state[a:b]]
+            finally:
+                dense[cells] = -1  # unset again for the next chunk and the next block
             succ[a:b] = np.where(moving[a:b], found, -1)
             missing = np.flatnonzero(moving[a:b] & (found < 0))
             if missing.size:
