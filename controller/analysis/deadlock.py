@@ -75,7 +75,7 @@ class Dependencies:
         self.num_cards, self.width = num_cards, width
         self.stride = 1
         self.links = num_cards * width
-        self.edge_flags = np.zeros(self.links * width, dtype=bool)
+        self.edge_flags = np.zeros(self.links * width + 1, dtype=bool)  # + a spare cell: see `add`
         self.channel_flags = np.zeros(self.links, dtype=bool)
 
     def _grow(self, queue_bound: int) -> None:
@@ -87,9 +87,9 @@ class Dependencies:
             return
         old, s = self.stride, stride
         link_a, q_a, port_b, q_b = np.unravel_index(
-            np.flatnonzero(self.edge_flags), (self.links, old, self.width, old)
+            np.flatnonzero(self.edge_flags[:-1]), (self.links, old, self.width, old)
         )
-        self.edge_flags = np.zeros(self.links * s * self.width * s, dtype=bool)
+        self.edge_flags = np.zeros(self.links * s * self.width * s + 1, dtype=bool)
         self.edge_flags[((link_a * s + q_a) * self.width + port_b) * s + q_b] = True
         link, queue = np.divmod(np.flatnonzero(self.channel_flags), old)
         self.channel_flags = np.zeros(self.links * s, dtype=bool)
@@ -101,25 +101,27 @@ class Dependencies:
         t = pairs.tables
         if not len(t):
             return
-        queue = t.queues()
+        queue = pairs.queues
         self._grow(int(queue.max()) + 1)
         s = self.stride
         dtype = np.int32 if self.edge_flags.size < 1 << 31 else np.int64
         channel = pairs.link.astype(dtype) * s + queue
         card_link = pairs.kind != HOST
         self.channel_flags[channel[card_link]] = True
-        used = np.flatnonzero((pairs.succ >= 0) & card_link)
-        after = pairs.succ[used]
-        keep = card_link[after]
-        used, after = used[keep], after[keep]
-        tail = t.egress_port[after].astype(dtype) * s + queue[after]
-        self.edge_flags[channel[used] * (self.width * s) + tail] = True
+        # a -> b for every entry a on a card link whose successor b also sends on one; the other
+        # entries write the spare last cell (a select and one scatter, no compaction)
+        after = pairs.succ
+        follows = card_link & (after >= 0)
+        follows &= card_link[after]
+        tail = t.egress_port.astype(dtype) * s + queue
+        spare = self.edge_flags.size - 1
+        self.edge_flags[np.where(follows, channel * (self.width * s) + tail[after], spare)] = True
 
     def merge(self, other: Dependencies) -> None:
         """Add the flags another accumulator gathered (another worker's blocks)."""
         self._grow(other.stride)
         link_a, q_a, port_b, q_b = np.unravel_index(
-            np.flatnonzero(other.edge_flags), (other.links, other.stride, other.width, other.stride)
+            np.flatnonzero(other.edge_flags[:-1]), (other.links, other.stride, other.width, other.stride)
         )
         s = self.stride
         self.edge_flags[((link_a * s + q_a) * self.width + port_b) * s + q_b] = True
@@ -134,7 +136,7 @@ class Dependencies:
         """Distinct edges as sorted rows of (from channel id, to channel id), ids with `queues` per port."""
         s, q = self.stride, max(1, queues)
         link_a, q_a, port_b, q_b = np.unravel_index(
-            np.flatnonzero(self.edge_flags), (self.links, s, self.width, s)
+            np.flatnonzero(self.edge_flags[:-1]), (self.links, s, self.width, s)
         )
         card_a, port_a = np.divmod(link_a, self.width)
         card_b = peer_card[card_a, port_a].astype(np.int64)

@@ -33,7 +33,7 @@ def estimate(spec: TableSpec, traffic: Traffic | None = None, workers: int = 1) 
     per_block = spec.default_block(ANALYSIS_CELLS)
     # per destination: a first hop per source PE, and per class one entry behind each card it reaches
     entries = per_block * (net.num_pes + net.num_cards * spec.num_classes)
-    # dense (destination, class, card, port) cells: the sorted merge and the successor look-up
+    # dense (destination, class, card, port) cells: the builder's entry marks and the successor look-up
     cells = per_block * spec.num_classes * net.num_cards * (net.max_port + 1) * 8
     links = net.num_cards * (net.max_port + 1)
     totals = links * QUEUES * QUEUES * (net.max_port + 1) + links * 8 * (2 + QUEUES)

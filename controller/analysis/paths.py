@@ -44,6 +44,22 @@ from controller.routing.walker import walk
 CELLS_PER_BLOCK = 1 << 24
 
 
+#: a reused look-up array of -1 (unset) cells, see _unset_cells
+_UNSET: list[np.ndarray] = []
+
+
+def _unset_cells(size: int) -> np.ndarray:
+    """An int32 array of at least `size` cells, all -1; the caller sets cells and must unset them after.
+
+    Kept from block to block: most cells of a block's dense look-up are never
+    set (a fat tree's destination uses few of its cards' ports), so unsetting
+    the few set ones costs far less than filling a new array per block.
+    """
+    if not _UNSET or _UNSET[0].size < size:
+        _UNSET[:] = [np.full(size, -1, dtype=np.int32)]
+    return _UNSET[0]
+
+
 class AllPairs:
     """The paths of all ordered pairs of distinct PEs through `tables`, validated on construction.
 
@@ -66,8 +82,6 @@ class AllPairs:
         self.kind = net.port_kind.ravel()[self.link]
         self._check_exits()
         self.succ = self._successors()
-        self.own_external = (self.kind == EXTERNAL).astype(np.int32)
-        self.own_internal = (self.kind == INTERNAL).astype(np.int32)
         arrival = card * np.int32(self.width) + tables.ingress_port
         self.first_hop = net.port_kind.ravel()[arrival] == HOST
         self.start = np.flatnonzero(self.first_hop)
@@ -109,32 +123,41 @@ class AllPairs:
             self._fail(MisdeliveryError, int(wrong[0]), f"delivers to PE {host}")
 
     def _successors(self) -> np.ndarray:
-        """Index of the entry each hop leads to (-1 after delivery), by dense blocks of (dst, class)."""
+        """Index of the entry each hop leads to (-1 after delivery), by dense blocks of (dst, class).
+
+        An entry's cell in a block is (dst, class) * cards * ports + card * ports + ingress port;
+        the entry it leads to sits in the cell of the same (dst, class) at the far end of its link.
+        """
         t, net = self.tables, self.tables.network
-        states = net.num_cards * self.width
-        group = t.dst_pe.astype(np.int64) * t.num_classes + t.routing_class
-        state = t.card_id.astype(np.int64) * self.width + t.ingress_port
-        moving = self.kind != HOST
-        peer_card, peer_port = net.peer_card.ravel()[self.link], net.peer_port.ravel()[self.link]
-        next_state = np.where(moving, peer_card.astype(np.int64) * self.width + peer_port, 0)
-        succ = np.full(len(t), -1, dtype=np.int64)
+        width = self.width
+        states = net.num_cards * width
+        succ = np.full(len(t), -1, dtype=np.int32 if len(t) < 1 << 31 else np.int64)
         if not len(t):
             return succ
+        group = t.dst_pe.astype(np.int64) * t.num_classes + t.routing_class
+        state = t.card_id.astype(np.int32) * np.int32(width) + t.ingress_port
+        moving = self.kind != HOST
+        peer = net.peer_card.astype(np.int32) * np.int32(width) + net.peer_port
+        next_state = np.where(moving, peer.ravel()[self.link], state)  # delivered: its own cell
         low, high = int(group[0]), int(group[-1]) + 1
         groups_per_block = max(1, min(CELLS_PER_BLOCK // states, high - low))
+        dense = _unset_cells(groups_per_block * states)
         for first in range(low, high, groups_per_block):
             a, b = np.searchsorted(group, [first, first + groups_per_block])
             if a == b:
                 continue
-            dense = np.full(groups_per_block * states, -1, dtype=np.int32)
-            local = (group[a:b] - first) * states
-            dense[local + state[a:b]] = np.arange(a, b, dtype=np.int32)
-            found = dense[local + next_state[a:b]]
+            local = (group[a:b] - first).astype(np.int32) * np.int32(states)
+            cells = local + state[a:b]
+            try:
+                dense[cells] = np.arange(a, b, dtype=np.int32)
+                found = dense[local + next_state[a:b]]
+            finally:
+                dense[cells] = -1  # unset again for the next chunk and the next block
             succ[a:b] = np.where(moving[a:b], found, -1)
             missing = np.flatnonzero(moving[a:b] & (found < 0))
             if missing.size:
                 e = a + int(missing[0])
-                nc, np_ = int(peer_card[e]), int(peer_port[e])
+                nc, np_ = int(net.peer_card.ravel()[self.link[e]]), int(net.peer_port.ravel()[self.link[e]])
                 self._fail(
                     MissingEntryError,
                     e,
@@ -146,17 +169,19 @@ class AllPairs:
         """External and internal links from each entry to delivery, by pointer doubling; refuses loops.
 
         First hops (entries on a host port) are leaves: no entry leads to them. The
-        doubling runs over the other entries only, with one extra sink entry that
-        every finished pointer rests on; first hops then add their own hop.
+        doubling runs over the other entries only (the inner ones), with one extra
+        sink entry that every finished pointer rests on; first hops then add their
+        own hop. Counts are packed as external * 2^16 + internal in one int32.
         """
-        packed = self.own_external * np.int32(1 << 16) + self.own_internal
+        packed = np.where(self.kind == EXTERNAL, np.int32(1 << 16), np.int32(0))
+        packed += self.kind == INTERNAL
         inner = np.flatnonzero(~self.first_hop)
         sink = inner.size
-        position = np.full(len(packed), sink, dtype=np.int32)
+        # position of each entry among inner ones; an extra last cell (index -1: no successor) is the sink
+        position = np.full(len(packed) + 1, sink, dtype=np.int32)
         position[inner] = np.arange(sink, dtype=np.int32)
-        after = self.succ[inner]
-        pointer = np.append(np.where(after >= 0, position[np.maximum(after, 0)], sink), sink).astype(np.int32)
-        value = np.append(packed[inner], 0).astype(np.int32)
+        pointer = np.append(position[self.succ[inner]], np.int32(sink))
+        value = np.append(packed[inner], np.int32(0))
         rounds = math.ceil(math.log2(max(2, sink))) + 1
         for _ in range(rounds):
             if (pointer == sink).all():
@@ -166,8 +191,8 @@ class AllPairs:
         if (pointer != sink).any():
             self._fail(RoutingLoopError, int(inner[np.flatnonzero(pointer != sink)[0]]), "packets loop")
         packed[inner] = value[:sink]
-        first = self.start[self.succ[self.start] >= 0]
-        packed[first] += packed[self.succ[first]]
+        packed[self.start] += value[position[self.succ[self.start]]]
+        self._inner, self._inner_depth = inner, (value[:sink] >> 16) + (value[:sink] & ((1 << 16) - 1))
         return packed >> 16, packed & ((1 << 16) - 1)
 
     def _check_starts(self) -> None:
@@ -193,6 +218,11 @@ class AllPairs:
 
     # -- results ------------------------------------------------------------------
 
+    @cached_property
+    def queues(self) -> np.ndarray:
+        """Queue of every entry (``RoutingTables.queues``, computed once for the totals and the CDG)."""
+        return self.tables.queues()
+
     @property
     def num_paths(self) -> int:
         """Ordered pairs of distinct PEs routed."""
@@ -211,30 +241,33 @@ class AllPairs:
         return self.external() + self.internal()
 
     def loads(self, weights: np.ndarray | None = None) -> np.ndarray:
-        """Traffic through each entry when path i carries ``weights[i]`` (default 1: the number of paths)."""
+        """Traffic through each entry when path i carries ``weights[i]`` (default 1: the number of paths).
+
+        Each entry's load is its own path's weight (first hops) plus what its
+        predecessors pass on, added in entry order: the first hops' first, then
+        level after level of remaining links, deepest first.
+        """
         load = np.zeros(len(self.tables), dtype=np.float64)
         load[self.start] = 1.0 if weights is None else weights
         moving = self.start[self.succ[self.start] >= 0]
-        load += np.bincount(self.succ[moving], weights=load[moving], minlength=load.size)
+        np.add.at(load, self.succ[moving], load[moving])
         for level, after in self._levels:
             np.add.at(load, after, load[level])
         return load
 
     @cached_property
     def _levels(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Entries that lead on, deepest first, in groups of equal remaining links: (entries, successors)."""
-        inner = np.flatnonzero(~self.first_hop)
-        depth = (self.rest_external + self.rest_internal)[inner]
+        """Inner entries that lead on, deepest first, in groups of equal remaining links: (entries,
+        successors). Only deliveries have no links left, so the last group (0 links) is left out."""
+        depth = self._inner_depth
         top = int(depth.max(initial=0))
         rank = np.argsort((top - depth).astype(np.uint16), kind="stable")  # radix sort, deepest first
-        order = inner[rank]
-        bounds = np.flatnonzero(np.diff(depth[rank])) + 1
-        levels = []
-        for level in np.split(order, bounds):
-            level = level[self.succ[level] >= 0]
-            if level.size:
-                levels.append((level, self.succ[level]))
-        return levels
+        order = self._inner[rank]
+        ordered = depth[rank]
+        levels = np.split(order, np.flatnonzero(np.diff(ordered)) + 1)
+        if ordered.size and ordered[-1] == 0:
+            levels = levels[:-1]
+        return [(level, self.succ[level]) for level in levels]
 
     def path_entries(self, path: int) -> list[int]:
         """Entry indices of path number `path` (0 .. num_paths-1), in hop order."""

@@ -54,11 +54,10 @@ class Totals:
         t = pairs.tables
         self.entries += len(t)
         self.entries_per_card += np.bincount(t.card_id, minlength=self.network.num_cards)
-        kinds = pairs.kind.astype(np.int64)
-        self.vc_use += np.bincount(kinds * 256 + t.vc, minlength=self.vc_use.size)
-        queues = t.queues().astype(np.int64)
-        if queues.size:
-            self.max_queue = max(self.max_queue, int(queues.max()))
+        self.vc_use += np.bincount(pairs.kind.astype(np.int32) * 256 + t.vc, minlength=self.vc_use.size)
+        queues = pairs.queues
+        top = int(queues.max(initial=-1))
+        self.max_queue = max(self.max_queue, top)
         self._add_hops(pairs)
         self.dependencies.add(pairs)
         if self.crossings_per_card is not None:
@@ -69,21 +68,22 @@ class Totals:
             )
         if weights is not None and self.link_load is not None and self.channel_load is not None:
             load = pairs.loads(weights)
-            link = pairs.link.astype(np.int64)
-            self.link_load = _running_sum(self.link_load, link, load)
-            if queues.size and queues.max() >= self.queue_stride:
-                self._widen(int(queues.max()) + 1)
-            self.channel_load = _running_sum(self.channel_load, link * self.queue_stride + queues, load)
+            self.link_load = _running_sum(self.link_load, pairs.link, load)
+            if top >= self.queue_stride:
+                self._widen(top + 1)
+            dtype = np.int32 if self.channel_load.size < 1 << 31 else np.int64
+            channel = pairs.link.astype(dtype) * self.queue_stride + queues
+            self.channel_load = _running_sum(self.channel_load, channel, load)
 
     def _add_hops(self, pairs: AllPairs) -> None:
-        external, internal = pairs.external().astype(np.int64), pairs.internal().astype(np.int64)
+        external, internal = pairs.external(), pairs.internal()
         links = external + internal
         self.paths += pairs.num_paths
         if not links.size:
             return
-        self.external_sum += int(external.sum())
-        self.internal_sum += int(internal.sum())
-        self.links_sum += int(links.sum())
+        self.external_sum += int(external.sum(dtype=np.int64))
+        self.internal_sum += int(internal.sum(dtype=np.int64))
+        self.links_sum += int(links.sum(dtype=np.int64))
         self.external_max = max(self.external_max, int(external.max()))
         self.internal_max = max(self.internal_max, int(internal.max()))
         self.links_max = max(self.links_max, int(links.max()))

@@ -1,10 +1,11 @@
 """Turn an algorithm's per-card next-hop rule into route tables holding exactly the entries on paths.
 
 An algorithm supplies ``decide(cards, dsts, routing_class) -> (egress_port, vc,
-use)``, vectorised over numpy arrays: what a card does with a packet for a
-destination PE. The four algorithms of the papers (DESTRO, DOR, DORT, TS-DOR)
-decide without looking at the ingress port; the tables still key on it, as
-EXTOLL's per-input-port tables do, and an optional ``refine`` step may set a
+use)``, vectorised over numpy arrays that broadcast (every card against a block
+of destinations): what a card does with a packet for a destination PE. The
+four algorithms of the papers (DESTRO, DOR, DORT, TS-DOR) decide without
+looking at the ingress port; the tables still key on it, as EXTOLL's
+per-input-port tables do, and an optional ``refine`` step may set a
 VC or use from the ingress port (DESTRO names a descending internal hop so).
 
 For each destination and class the builder marks the cards that some packet
@@ -12,14 +13,16 @@ reaches (starting from the source PEs of that class and following the
 decisions), and emits one entry per (card, ingress port) on those paths:
 the source PEs' host ports, and the port at the far end of every marked
 card's egress link. That is "walk all pairs" with the cost of one pass per
-destination instead of one per pair.
+destination instead of one per pair. The entries are marked on a dense array
+of (destination, class, card, port) cells, so reading the marks in order gives
+them sorted as the tables store them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -37,12 +40,15 @@ CELLS_PER_CHUNK = 2_000_000
 #: blocks keep memory low and each block's arrays in cache
 ANALYSIS_CELLS = 500_000
 
-#: largest dense array (cells of destination x class x card x port) a block is sorted with
-DENSE_MERGE_CELLS = 32_000_000
-
 
 class Decide(Protocol):
-    """Next hop of packets on `cards` for destination PEs `dsts` (same shape) in one routing class."""
+    """Next hop of packets on `cards` for destination PEs `dsts` in one routing class.
+
+    `cards` and `dsts` broadcast against each other (the builder passes a row of
+    every card and a column of a block's destinations, so a rule computes per
+    card coordinate and per destination coordinate and combines them); the three
+    results have their broadcast shape.
+    """
 
     def __call__(
         self, cards: np.ndarray, dsts: np.ndarray, routing_class: int
@@ -92,24 +98,18 @@ class TableSpec:
 
     def block(self, first: int, last: int) -> RoutingTables:
         """The entries of the tables whose destination PE is in [first, last), sorted as the tables are."""
-        network, num_classes = self.network, self.num_classes
-        # source PEs in table order (class, card, host port): their first-hop entries come out sorted
-        sources = np.lexsort((network.pe_port, network.pe_card, self.source_class))
-        dsts = np.arange(first, last, dtype=np.int64)
-        decisions = [
-            _decisions(network, self.decide, dsts, cls, self.source_class) for cls in range(num_classes)
-        ]
-        first_hops = _first_hop_entries(network, dsts, sources, self.source_class, decisions)
-        later = [_later_entries(network, dsts, cls, decision) for cls, decision in enumerate(decisions)]
-        later_hops = [np.concatenate(column) for column in zip(*later, strict=True)]
-        columns = _merge(network, num_classes, first_hops, later_hops, first)
+        present, decisions = _entry_cells(self, np.arange(first, last, dtype=np.int64))
+        cell = np.flatnonzero(present)
+        if present.size < 1 << 31:
+            cell = cell.astype(np.int32)
+        columns = _entry_columns(self, cell, decisions, first)
         if self.refine is not None:
             columns[5], columns[6] = self.refine(*columns[:3], *columns[4:])
         return self.tables(columns)
 
     def build(self) -> RoutingTables:
         """The whole tables: every destination's entries."""
-        parts = [_columns(block) for block in self.blocks(self.default_block())]
+        parts = [columns_of(block) for block in self.blocks(self.default_block())]
         return self.tables(
             [
                 np.concatenate([part[i] for part in parts]) if parts else np.zeros(0, dtype)
@@ -141,7 +141,8 @@ class TableSpec:
         )
 
 
-def _columns(tables: RoutingTables) -> list[np.ndarray]:
+def columns_of(tables: RoutingTables) -> list[np.ndarray]:
+    """The entry columns of `tables` in the builder's order (card, ingress, dst, class, egress, VC, use)."""
     return [
         tables.card_id,
         tables.ingress_port,
@@ -186,158 +187,121 @@ def build_tables(algorithm: str, network: CardNetwork, decide: Decide, **convent
     return table_spec(algorithm, network, decide, **conventions).build()
 
 
-class _Decisions(NamedTuple):
-    """One class's decisions for a block of destinations, per (card, destination): arrays of shape C x D."""
+def _entry_cells(spec: TableSpec, dsts: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """Entries on paths, marked over the dense (destination, class, card, port) cells of a block.
 
-    egress: np.ndarray
-    vc: np.ndarray
-    use: np.ndarray
-    next_card: np.ndarray
-    next_port: np.ndarray
-    reached: np.ndarray
+    Per class the rule decides on every card for every destination at once (a
+    destinations x cards grid), the cards packets reach are marked, and each
+    reached card marks the entry it sends to: the far end of its egress link.
+    The source PEs mark their host ports. Returns the marks (in table order,
+    plus one spare cell at the end that absorbs the writes of unmarked cells)
+    and the decisions (egress, VC, use) per (destination, class, card).
+    """
+    network, num_classes = spec.network, spec.num_classes
+    num_cards, width, count = network.num_cards, network.max_port + 1, dsts.size
+    spare = count * num_classes * num_cards * width
+    present = np.zeros(spare + 1, dtype=bool)
+    decisions = tuple(np.empty((count, num_classes, num_cards), dtype=dtype) for dtype in DTYPES[4:])
+    cards = np.arange(num_cards, dtype=np.int32)[None, :]
+    arrival = _arrival(network)
+    for cls in range(num_classes):
+        egress, vc, use = (
+            np.broadcast_to(np.asarray(a), (count, num_cards)) for a in spec.decide(cards, dsts[:, None], cls)
+        )
+        _check_ports(network, egress, dsts)
+        link = cards * np.int32(width) + egress.astype(np.int32)
+        arrive = arrival.take(link)
+        reached = _reached(network, spec.source_class, cls, dsts, arrive)
+        _check_exits(network, reached, arrive, link, dsts)
+        base = ((np.arange(count, dtype=np.int64) * num_classes + cls) * (num_cards * width))[:, None]
+        present[np.where(reached & (arrive >= 0), base + arrive, spare)] = True
+        of_class = np.flatnonzero(spec.source_class == cls)
+        host_cell = network.pe_card[of_class].astype(np.int64) * width + network.pe_port[of_class]
+        present[(base + host_cell[None, :]).ravel()] = True
+        own = np.flatnonzero(spec.source_class[dsts] == cls)
+        present[base[own, 0] + host_cell[np.searchsorted(of_class, dsts[own])]] = False
+        for grid, value in zip(decisions, (egress, vc, use), strict=True):
+            grid[:, cls, :] = value
+    return present[:spare], decisions
 
 
-def _decisions(
-    network: CardNetwork, decide: Decide, dsts: np.ndarray, cls: int, source_class: np.ndarray
-) -> _Decisions:
-    """Decide on every card for every destination of the block, and mark the cards packets of `cls` reach."""
-    num_cards, width = network.num_cards, dsts.size
-    card_grid = np.repeat(np.arange(num_cards, dtype=np.int64), width)
-    dst_grid = np.tile(dsts, num_cards)
-    egress, vc, use = (
-        np.asarray(a).astype(dtype, copy=False).reshape(num_cards, width)
-        for a, dtype in zip(decide(card_grid, dst_grid, cls), DTYPES[4:], strict=True)
+def _entry_columns(
+    spec: TableSpec, cell: np.ndarray, decisions: tuple[np.ndarray, ...], first: int
+) -> list[np.ndarray]:
+    """Entry columns (card, ingress, dst, class, egress, VC, use) of the marked cells `cell`."""
+    network = spec.network
+    width, cards, classes = (
+        np.asarray(x, dtype=cell.dtype) for x in (network.max_port + 1, network.num_cards, spec.num_classes)
     )
-    flat_egress = egress.ravel()
-    next_card = network.peer_card[card_grid, flat_egress].reshape(num_cards, width)
-    next_port = network.peer_port[card_grid, flat_egress].reshape(num_cards, width)
-    host = network.host_at[card_grid, flat_egress].reshape(num_cards, width)
+    at = cell // width  # (destination, class, card) of the block; division by a scalar, not divmod (slow)
+    port = cell - at * width
+    rest = at // cards
+    card = at - rest * cards
+    column = rest // classes
+    cls = rest - column * classes
+    return [card, port, column + first, cls, *(grid.ravel()[at] for grid in decisions)]
 
-    # first cards: those with a source PE of this class, for every destination but that PE itself
+
+def _arrival(network: CardNetwork) -> np.ndarray:
+    """Per (card, port) link id card * width + port: the link id at its far end, -1 without a card there."""
+    width = network.max_port + 1
+    peer = network.peer_card.astype(np.int32) * np.int32(width) + network.peer_port
+    return np.where(network.peer_card >= 0, peer, -1).astype(np.int32).ravel()
+
+
+def _reached(
+    network: CardNetwork, source_class: np.ndarray, cls: int, dsts: np.ndarray, arrive: np.ndarray
+) -> np.ndarray:
+    """Per (destination, card) of the block: does some packet of class `cls` get to the card?
+
+    The first cards are those with a source PE of this class, for every
+    destination but that PE itself; then the cards the decisions lead to, round
+    after round, until no card is added.
+    """
+    num_cards, count = network.num_cards, dsts.size
     of_class = source_class == cls
     per_card = np.bincount(network.pe_card[of_class], minlength=num_cards)
-    reached = np.repeat(per_card[:, None] > 0, width, axis=1)
+    reached = np.repeat((per_card > 0)[None, :], count, axis=0)
     lonely = of_class[dsts] & (per_card[network.pe_card[dsts]] == 1)
-    reached[network.pe_card[dsts[lonely]], np.flatnonzero(lonely)] = False
-    frontier = reached.copy()
+    reached[np.flatnonzero(lonely), network.pe_card[dsts[lonely]]] = False
+    rows = (np.arange(count, dtype=np.int64) * num_cards)[:, None]
+    next_card = arrive // np.int32(network.max_port + 1)
+    frontier = reached
     while True:
-        rows, cols = np.nonzero(frontier)
-        targets = next_card[rows, cols]
-        _check_exits(network, rows, cols, dsts, egress, targets, host)
-        moving = targets >= 0
-        new = np.zeros_like(reached)
-        new[targets[moving], cols[moving]] = True
-        new &= ~reached
+        marks = np.zeros(count * num_cards + 1, dtype=bool)
+        marks[np.where(frontier & (arrive >= 0), rows + next_card, count * num_cards)] = True
+        new = marks[:-1].reshape(count, num_cards) & ~reached
         if not new.any():
-            break
+            return reached
         reached |= new
         frontier = new
-    return _Decisions(egress, vc, use, next_card, next_port, reached)
 
 
-def _first_hop_entries(
-    network: CardNetwork,
-    dsts: np.ndarray,
-    sources: np.ndarray,
-    source_class: np.ndarray,
-    decisions: list[_Decisions],
-) -> list[np.ndarray]:
-    """Entries on the source PEs' host ports, sorted by (destination, class, card, port)."""
-    column = np.repeat(np.arange(dsts.size, dtype=np.int32), sources.size)
-    src = np.tile(sources.astype(np.int32), dsts.size)
-    keep = src != dsts[column]
-    column, src = column[keep], src[keep]
-    card, port, cls = network.pe_card[src], network.pe_port[src], source_class[src]
-    egress, vc, use = (np.empty(src.size, dtype=dtype) for dtype in DTYPES[4:])
-    for c, decision in enumerate(decisions):
-        mine = cls == c if len(decisions) > 1 else slice(None)
-        at = (card[mine], column[mine])
-        egress[mine], vc[mine], use[mine] = decision.egress[at], decision.vc[at], decision.use[at]
-    return [card, port, dsts[column], cls, egress, vc, use]
-
-
-def _later_entries(
-    network: CardNetwork, dsts: np.ndarray, cls: int, decision: _Decisions
-) -> list[np.ndarray]:
-    """Entries at the far end of every reached card's egress link (unsorted)."""
-    rows, cols = np.nonzero(decision.reached & (decision.next_card >= 0))
-    card, column = decision.next_card[rows, cols], cols
-    at = (card, column)
-    return [
-        card,
-        decision.next_port[rows, cols],
-        dsts[column],
-        np.full(card.size, cls, dtype=np.int8),
-        decision.egress[at],
-        decision.vc[at],
-        decision.use[at],
-    ]
-
-
-def _merge(
-    network: CardNetwork, num_classes: int, first: list[np.ndarray], later: list[np.ndarray], dst0: int = 0
-) -> list[np.ndarray]:
-    """Both entry lists as one, sorted by (destination, class, card, ingress port).
-
-    Each entry's key (destinations counted from `dst0`) is a cell of a dense array
-    over all (destination, class, card, port) of the block; reading the marked
-    cells in order sorts without comparisons. Blocks too large for that sort the
-    later entries and insert them into the already sorted first-hop entries.
-    """
-    width = network.max_port + 1
-    span = int(first[2].max(initial=dst0) if first[2].size else dst0) - dst0 + 1
-    if later[2].size:
-        span = max(span, int(later[2].max()) - dst0 + 1)
-
-    def key(columns: list[np.ndarray]) -> np.ndarray:
-        card, port, dst, cls = (c.astype(np.int64) for c in columns[:4])
-        return (((dst - dst0) * num_classes + cls) * network.num_cards + card) * width + port
-
-    first_key, later_key = key(first), key(later)
-    total = first_key.size + later_key.size
-    cells = span * num_classes * network.num_cards * width
-    if cells <= DENSE_MERGE_CELLS:
-        slot = np.full(cells, -1, dtype=np.int64 if total >= 1 << 31 else np.int32)
-        slot[first_key] = np.arange(first_key.size)
-        slot[later_key] = np.arange(first_key.size, total)
-        take = slot[np.flatnonzero(slot >= 0)]
-        return [
-            np.concatenate([a.astype(dtype, copy=False), b.astype(dtype, copy=False)])[take]
-            for a, b, dtype in zip(first, later, DTYPES, strict=True)
-        ]
-    order = np.argsort(later_key)
-    later_key = later_key[order]
-    later_at = np.searchsorted(first_key, later_key) + np.arange(later_key.size)
-    first_at = np.searchsorted(later_key, first_key) + np.arange(first_key.size)
-    merged = []
-    for a, b, dtype in zip(first, later, DTYPES, strict=True):
-        out = np.empty(total, dtype=dtype)
-        out[first_at] = a
-        out[later_at] = b[order]
-        merged.append(out)
-    return merged
+def _check_ports(network: CardNetwork, egress: np.ndarray, dsts: np.ndarray) -> None:
+    """Refuse an egress port number that is not a port of the card."""
+    bad = (egress < 0) | (egress > network.max_port)
+    if bad.any():
+        row, card = (int(i[0]) for i in np.nonzero(bad))
+        raise BlackHoleError(
+            f"routing for PE {int(dsts[row])} leaves card {network.card_names[card]} "
+            f"port {int(egress[row, card])}, which has no link"
+        )
 
 
 def _check_exits(
-    network: CardNetwork,
-    rows: np.ndarray,
-    cols: np.ndarray,
-    dsts: np.ndarray,
-    egress: np.ndarray,
-    targets: np.ndarray,
-    host: np.ndarray,
+    network: CardNetwork, reached: np.ndarray, arrive: np.ndarray, link: np.ndarray, dsts: np.ndarray
 ) -> None:
-    """Refuse a decision that leaves by an unconnected port or hands the packet to another host."""
-    stuck = targets < 0
-    if not stuck.any():
+    """Refuse a decision on a reached card that leaves by an unconnected port or hands the packet to
+    another host."""
+    rows, cards = np.nonzero(reached & (arrive < 0))
+    hosts = network.host_at.ravel()[link[rows, cards]]
+    wrong = np.flatnonzero(hosts != dsts[rows])
+    if not wrong.size:
         return
-    hosts = host[rows[stuck], cols[stuck]]
-    wanted = dsts[cols[stuck]]
-    wrong = hosts != wanted
-    if wrong.any():
-        i = int(np.flatnonzero(wrong)[0])
-        card, port = int(rows[stuck][i]), int(egress[rows[stuck][i], cols[stuck][i]])
-        where = f"card {network.card_names[card]} port {port} ({network.port_name(card, port)})"
-        if hosts[i] < 0:
-            raise BlackHoleError(f"routing for PE {int(wanted[i])} leaves {where}, which has no link")
-        raise MisdeliveryError(f"routing for PE {int(wanted[i])} delivers to PE {int(hosts[i])} at {where}")
+    i = wrong[np.argmin(cards[wrong])]  # the lowest card, as a walk over cards would meet it first
+    card, port = int(cards[i]), int(link[rows[i], cards[i]]) % (network.max_port + 1)
+    wanted = int(dsts[rows[i]])
+    where = f"card {network.card_names[card]} port {port} ({network.port_name(card, port)})"
+    if hosts[i] < 0:
+        raise BlackHoleError(f"routing for PE {wanted} leaves {where}, which has no link")
+    raise MisdeliveryError(f"routing for PE {wanted} delivers to PE {int(hosts[i])} at {where}")

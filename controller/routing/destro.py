@@ -74,40 +74,47 @@ class FatTreeView:
                     self.logical_of_port[card, port] = int(name)
 
     def dst_digits(self, dsts: np.ndarray) -> np.ndarray:
-        """Base-k digits of destination terminals, least significant first (shape len(dsts) x n)."""
-        return np.stack([(dsts // self.k**i) % self.k for i in range(self.n)], axis=1)
+        """Base-k digits of destination terminals, least significant first (shape dsts.shape + (n,))."""
+        return np.stack([(dsts // self.k**i) % self.k for i in range(self.n)], axis=-1)
 
 
 def destro_out_port(view: FatTreeView, cards: np.ndarray, dsts: np.ndarray) -> np.ndarray:
-    """DESTRO's logical output port (0..2k-1) of each card's switch per destination (fat-tree notes §2.2)."""
-    h = view.dst_digits(dsts)
+    """DESTRO's logical output port (0..2k-1) of each card's switch per destination (fat-tree notes §2.2).
+
+    `cards` and `dsts` broadcast against each other (e.g. a row of cards against a column of destinations).
+    """
+    k = view.k
+    h = view.dst_digits(np.asarray(dsts))
     s = view.stage[cards]
     o = view.digits[cards]
-    below = np.ones(cards.size, dtype=bool)
+    below = np.ones(np.broadcast_shapes(np.shape(cards), np.shape(dsts)), dtype=bool)
     for j in range(1, view.n):
-        below &= (j <= s) | (h[:, j] == o[:, j - 1])
-    h_s = h[np.arange(cards.size), s]
-    return np.where(below, h_s, view.k + h_s)
+        below &= (j <= s) | (h[..., j] == o[..., j - 1])
+    h_s = (np.asarray(dsts) // k**s) % k
+    return np.where(below, h_s, k + h_s)
 
 
 def destro_spec(network: CardNetwork) -> TableSpec:
     """TableSpec of the DESTRO tables for a k-ary n-tree (one card per switch) or a twin fat tree."""
     view = FatTreeView(network)
     k = view.k
+    width = network.max_port + 1
+    links = view.internal_ports.shape[1]
 
     def decide(cards: np.ndarray, dsts: np.ndarray, routing_class: int):
         logical = destro_out_port(view, cards, dsts)
-        owner = view.port_card[cards, logical]
-        local = owner == cards
+        at = np.asarray(cards, dtype=np.int64) * (2 * k) + logical
+        local = view.port_card.ravel().take(at) == cards
         link = (logical % k) % max(1, view.r)  # h_s mod r
-        egress = np.where(local, view.port_number[cards, logical], view.internal_ports[cards, link])
-        to_host = network.port_kind[cards, egress] == HOST
+        internal = view.internal_ports.ravel().take(np.asarray(cards, dtype=np.int64) * links + link)
+        egress = np.where(local, view.port_number.ravel().take(at), internal)
+        to_host = network.port_kind.ravel().take(np.asarray(cards, dtype=np.int64) * width + egress) == HOST
         use = np.where(
             local,
             np.where(to_host, USE_CODE["deliver"], USE_CODE["external"]),
             np.where(logical >= k, USE_CODE["ascend"], USE_CODE["turn"]),
         )
-        return egress, np.zeros(cards.size, dtype=np.int64), use
+        return egress, np.zeros(logical.shape, dtype=np.int8), use
 
     def refine(cards, in_ports, dsts, egress, vc, use):
         # a crossing towards a down port is a turnaround if the packet came up, a descent if it came down

@@ -52,9 +52,9 @@ def _dor_spec(network: CardNetwork, *, dateline: bool) -> TableSpec:
         dim, direction, ring = first_move(view, cards, dsts, range(view.n), {})
         port, _ = port_of_move(view, cards, dim, direction)
         arrived = dim < 0
-        egress = np.where(arrived, view.pe_port[cards], port)
-        vc = np.where(arrived, 0, ring if dateline else 0)
-        use = np.where(arrived, USE_CODE["deliver"], USE_CODE["external"])
+        egress = np.where(arrived, view.pe_port[cards].astype(np.int16), port)
+        vc = ring if dateline else np.zeros(dim.shape, dtype=np.int8)  # ring is 0 where arrived
+        use = np.where(arrived, np.int8(USE_CODE["deliver"]), np.int8(USE_CODE["external"]))
         return egress, vc, use
 
     if dateline:

@@ -68,30 +68,28 @@ def dort_spec(network: CardNetwork) -> TableSpec:
     for i in split:
         ring_vc[i] = plan[f"ring d{i}"]
 
-    split_dim = np.zeros(view.n, dtype=bool)
-    split_dim[list(split)] = True
-
     def decide(cards: np.ndarray, dsts: np.ndarray, routing_class: int):
         dim, direction, ring = first_move(view, cards, dsts, range(view.n), {})
         port, holder = port_of_move(view, cards, dim, direction)
-        side = view.side[cards]
+        side = view.side[cards].astype(np.int8)
         arrived = dim < 0
-        at_home = arrived & (view.side_of_pe[dsts] == side)
-        local = ~arrived & (holder == side)
-        ring_hop = ~arrived & ~local & split_dim[np.maximum(dim, 0)]
-        # default: cross the internal link to inject into a dimension the other card holds
-        egress = view.internal_port[cards].copy()
-        vc = np.full(cards.size, plan.get("inject", 0))
-        use = np.full(cards.size, USE_CODE["inject"])
-        # the first port is on this card: take it
-        egress[local], vc[local], use[local] = port[local], ring[local], USE_CODE["external"]
+        at_home = arrived & (view.side_of_pe[dsts].astype(np.int8) == side)
+        local = holder == side  # holder is -1 where arrived
+        # default: cross the internal link to inject into a dimension the other card holds; each
+        # choice below is a select (np.where) over the grid
+        egress = np.where(local, port, view.internal_port[cards].astype(np.int16))
+        vc = np.where(local, ring, np.int8(plan.get("inject", 0)))
+        use = np.where(local, np.int8(USE_CODE["external"]), np.int8(USE_CODE["inject"]))
         # the internal link is part of a split dimension's ring: that dimension's upper/lower pair
-        vc[ring_hop] = ring_vc[dim[ring_hop]] + ring[ring_hop]
-        use[ring_hop] = USE_CODE["ring"]
+        for i in split:
+            ring_hop = (dim == i) & ~local
+            vc = np.where(ring_hop, ring + np.int8(ring_vc[i]), vc)
+            use = np.where(ring_hop, np.int8(USE_CODE["ring"]), use)
         # arrived: deliver, or eject to the other card's PE
-        eject = arrived & ~at_home
-        vc[eject], use[eject] = plan["eject"], USE_CODE["eject"]
-        egress[at_home], vc[at_home], use[at_home] = view.pe_port[cards][at_home], 0, USE_CODE["deliver"]
+        vc = np.where(arrived, np.where(at_home, np.int8(0), np.int8(plan["eject"])), vc)
+        arrival_use = np.where(at_home, np.int8(USE_CODE["deliver"]), np.int8(USE_CODE["eject"]))
+        use = np.where(arrived, arrival_use, use)
+        egress = np.where(at_home, view.pe_port[cards].astype(np.int16), egress)
         return egress, vc, use
 
     vc_names = {

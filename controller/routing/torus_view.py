@@ -107,32 +107,50 @@ def first_move(
     The first dimension in `order` whose coordinate differs from the destination's,
     the minimal direction on its ring (``ties[i]`` at distance k_i/2, + if absent),
     and UPPER/LOWER by the destination coordinate; dimension -1 where the packet
-    is at the destination node. Cells leave the loop as soon as they are decided.
+    is at the destination node. `cards` and `dsts` broadcast (e.g. a row of cards
+    against a column of destinations). Per dimension the move is read from a
+    k_i x k_i table of (t_i, o_i) as one code, 1 + 4i + 2[direction -] + ring
+    (0: no move), and earlier dimensions of `order` overwrite later ones.
     """
-    dim = np.full(cards.size, -1, dtype=np.int64)
-    direction = np.zeros(cards.size, dtype=np.int64)
-    ring = np.zeros(cards.size, dtype=np.int64)
-    pending = np.arange(cards.size)
-    for i in order:
-        if not pending.size:
-            break
-        o = view.coords[cards[pending], i]
-        t = view.coords_of_pe[dsts[pending], i]
-        s = ring_direction(o, t, view.dims[i], ties.get(i, +1))
-        moving = s != 0
-        decided = pending[moving]
-        dim[decided] = i
-        direction[decided] = s[moving]
-        ring[decided] = upper_or_lower(o[moving], t[moving])
-        pending = pending[~moving]
+    shape = np.broadcast_shapes(np.shape(cards), np.shape(dsts))
+    code = np.zeros(shape, dtype=np.int8)
+    for i in reversed(order):
+        moves = _move_codes(view.dims[i], ties.get(i, +1), i)
+        mine = _by_pair(moves, view.coords_of_pe[dsts, i], view.coords[cards, i])
+        code = np.where(mine != 0, mine, code)  # a select: np.copyto with a mask is far slower
+    moving = code != 0
+    step = code - np.int8(1)  # 4i + 2[direction -] + ring where moving
+    dim = np.where(moving, step >> 2, np.int8(-1))
+    direction = np.where(moving, np.int8(1) - np.int8(2) * ((step >> 1) & 1), np.int8(0))
+    ring = np.where(moving, step & 1, np.int8(0))
     return dim, direction, ring
+
+
+def _move_codes(k: int, tie: int, i: int) -> np.ndarray:
+    """k x k table over (target t, origin o) of dimension i's move code (0 where t == o)."""
+    t, o = np.divmod(np.arange(k * k), k)
+    step = ring_direction(o, t, k, tie)
+    code = 1 + 4 * i + 2 * (step < 0) + upper_or_lower(o, t)
+    return np.where(step == 0, 0, code).astype(np.int8).reshape(k, k)
+
+
+def _by_pair(table: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """``table[rows, columns]`` broadcast; a column of rows against a row of columns reads whole rows."""
+    if rows.ndim == 2 and columns.ndim == 2 and rows.shape[1] == 1 and columns.shape[0] == 1:
+        return np.take(table[rows[:, 0]], columns[0], axis=1)  # C order (fancy indexing gives F order)
+    return table[rows, columns]
 
 
 def port_of_move(
     view: TorusView, cards: np.ndarray, dim: np.ndarray, direction: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(card port number, side of the card holding the port) of d_dim^direction; (0, -1) where dim is -1."""
-    column = np.where(dim >= 0, 2 * dim + (direction < 0), 0)
-    port = np.where(dim >= 0, view.port[cards, column], 0)
-    holder = np.where(dim >= 0, view.card_of_port[np.maximum(dim, 0), (direction < 0).astype(np.int64)], -1)
+    shape = np.broadcast_shapes(np.shape(cards), np.shape(dim))
+    column = 2 * dim + (direction < 0)  # d_i+ is column 2i of view.port, d_i- column 2i + 1
+    port = np.zeros(shape, dtype=np.int16)
+    holder = np.full(shape, -1, dtype=np.int8)
+    for j in range(2 * view.n):
+        here = column == j
+        port = np.where(here, view.port[cards, j].astype(np.int16), port)
+        holder = np.where(here, np.int8(view.card_of_port[j // 2, j % 2]), holder)
     return port, holder

@@ -54,20 +54,23 @@ def tsdor_spec(network: CardNetwork) -> TableSpec:
         ties = {h: +1 if routing_class == 0 else -1} if h is not None else {}
         dim, direction, ring = first_move(view, cards, dsts, order, ties)
         port, holder = port_of_move(view, cards, dim, direction)
-        side = view.side[cards]
+        side = view.side[cards].astype(np.int8)
         arrived = dim < 0
-        at_home = arrived & (view.side_of_pe[dsts] == side)
-        local = ~arrived & (holder == side)
-        ring_hop = ~arrived & ~local & (dim == (h if h is not None else -2))
-        # default: inject or eject over the internal link, card 0 -> 1 lower, 1 -> 0 upper
-        egress = view.internal_port[cards].copy()
-        vc = np.where(side == 0, LOWER, UPPER)
-        use = np.where(arrived, USE_CODE["eject"], USE_CODE["inject"])
-        # the first port is on this card: take it
-        egress[local], vc[local], use[local] = port[local], ring[local], USE_CODE["external"]
-        # the internal link is part of d_h's ring: upper/lower by the coordinate
-        vc[ring_hop], use[ring_hop] = ring[ring_hop], USE_CODE["ring"]
-        egress[at_home], vc[at_home], use[at_home] = view.pe_port[cards][at_home], 0, USE_CODE["deliver"]
+        at_home = arrived & (view.side_of_pe[dsts].astype(np.int8) == side)
+        local = holder == side  # holder is -1 where arrived
+        # default: inject or eject over the internal link, card 0 -> 1 lower, 1 -> 0 upper; the first
+        # port is on this card: take it (each choice a select over the grid)
+        egress = np.where(local, port, view.internal_port[cards].astype(np.int16))
+        vc = np.where(local, ring, np.where(side == 0, np.int8(LOWER), np.int8(UPPER)))
+        use = np.where(arrived, np.int8(USE_CODE["eject"]), np.int8(USE_CODE["inject"]))
+        use = np.where(local, np.int8(USE_CODE["external"]), use)
+        if h is not None:  # the internal link is part of d_h's ring: upper/lower by the coordinate
+            ring_hop = (dim == h) & ~local
+            vc = np.where(ring_hop, ring, vc)
+            use = np.where(ring_hop, np.int8(USE_CODE["ring"]), use)
+        egress = np.where(at_home, view.pe_port[cards].astype(np.int16), egress)
+        vc = np.where(at_home, np.int8(0), vc)
+        use = np.where(at_home, np.int8(USE_CODE["deliver"]), use)
         return egress, vc, use
 
     vc_names = {
