@@ -18,6 +18,7 @@ from network_checks import leftovers
 from run_checks import check_all_pairs, run
 
 from emulation import run as run_module
+from emulation.liveness import ANSWER_TIMEOUT_S, CHECK_INTERVAL_S
 from emulation.measure import EQUAL, LOST
 from emulation.network import TwinnetNetwork, build_network
 from emulation.report import write_report
@@ -68,7 +69,13 @@ def test_ping_and_iperf_cross_twin_switches(network, topology) -> None:
     assert int(fields[-1]) > 0, output  # bits per second measured by iperf
 
 
-def test_a_card_whose_data_plane_stops_is_reported_dead_within_a_second(
+#: the watch's worst case from a stop to a death: one interval and two unanswered requests (0.8 s) ...
+WATCH_WORST_CASE_S = CHECK_INTERVAL_S + 2 * ANSWER_TIMEOUT_S
+#: ... and what a loaded machine adds to its threads' wake-ups (seen: 0.3 s at load average 35)
+SCHEDULING_SLACK_S = 0.5
+
+
+def test_a_card_whose_data_plane_stops_is_found_dead_by_the_watch(
     network, topology, tmp_path, monkeypatch
 ) -> None:
     """The switch process stays (SIGSTOP), its data plane does not run: the run's watch finds it.
@@ -99,7 +106,10 @@ def test_a_card_whose_data_plane_stops_is_reported_dead_within_a_second(
         stopped_after_s = moments["stopped"] - moments["started"]
         for entry in outcome.dead_cards:
             seen_after_s = entry["detected_after_s"] - stopped_after_s
-            assert 0 < seen_after_s < 1.0, (outcome.dead_cards, stopped_after_s)
+            assert 0 < seen_after_s < WATCH_WORST_CASE_S + SCHEDULING_SLACK_S, (
+                outcome.dead_cards,
+                stopped_after_s,
+            )
             assert entry.get("process_died", True)
         lost = [r for r in outcome.results if r.verdict == LOST]
         causes = {f"card {name} died" for name in sharing}

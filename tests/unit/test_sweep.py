@@ -257,6 +257,8 @@ def test_run_sweep_measures_every_point_of_every_configuration(monkeypatch, tmp_
             results=results,
             injection={"late_probes": 0, "probes_sent": len(results)},
             accounting=types.SimpleNamespace(lost=lost, queue_drops={"c0": lost}),
+            lossless=None,
+            deadlock=None,
         )
 
     monkeypatch.setattr(sweep, "run_on_network", fake_run)
