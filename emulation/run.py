@@ -418,7 +418,8 @@ def _deadlock_entry(found: dict[str, Any] | None, plan: RunPlan) -> dict[str, An
         **compare_with_model(cycle, model_dependencies(plan.all_pairs)),
         "model_acyclic": plan.acyclic,
         "unit": "channels are (card, egress port, priority); each waits for the next (its peer pauses it "
-        "for frames held in the next); stalled_for_s: s",
+        "for frames held in the next); stalled_for_s, found_after_s (the detector's verdict) and "
+        "deadlocked_after_s (the cycle stalled): s from the first send",
     }
 
 
@@ -485,6 +486,9 @@ def _inject_and_drain(
             return detector is None
         found = detector.poll()
         if found is not None:
+            # time to deadlock: when the cycle's channels last started to stall, from the first send
+            found["found_after_s"] = round(elapsed, 3)
+            found["deadlocked_after_s"] = round(max(0.0, elapsed - found["stalled_for_s"]), 3)
             cycle = " -> ".join(f"{c['card']}:{c['port']}/p{c['priority']}" for c in found["cycle"])
             say(f"DEADLOCK {elapsed:.1f} s into the run: {cycle}")
             return False
