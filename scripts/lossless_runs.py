@@ -89,6 +89,19 @@ def throughput_bound(case: Case, traffic: str) -> float:
     return float(analyze(tables, make_traffic(traffic, topology))["throughput_bound"])
 
 
+def run_showing_progress(command: list[str]) -> subprocess.CompletedProcess:
+    """Run `command` in the checkout; its stderr (twinnet's progress lines) echoed as it comes, and kept."""
+    with tempfile.TemporaryFile("w+") as output:  # a file, so a long stdout never blocks the child
+        with subprocess.Popen(command, cwd=REPO, stdout=output, stderr=subprocess.PIPE, text=True) as child:
+            assert child.stderr is not None
+            errors = []
+            for text in child.stderr:
+                errors.append(text)
+                print(f"    {text.rstrip()}", file=sys.stderr, flush=True)
+        output.seek(0)
+        return subprocess.CompletedProcess(command, child.returncode, output.read(), "".join(errors))
+
+
 def run_case(case: Case, *, lossless: bool, rate: float, args: argparse.Namespace, out: Path) -> dict:
     """One `twinnet run`; its report's figures as one row."""
     command = [
@@ -103,7 +116,7 @@ def run_case(case: Case, *, lossless: bool, rate: float, args: argparse.Namespac
     while True:
         load_before = os.getloadavg()[0]
         started = time.monotonic()
-        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+        done = run_showing_progress(command)
         wall = time.monotonic() - started
         # twinnet refuses a load the free cores cannot emulate (other jobs): wait for them, within limits
         if CPU_REFUSED not in done.stderr or time.monotonic() - waited > args.wait_cpu:
