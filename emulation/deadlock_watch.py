@@ -28,13 +28,25 @@ import numpy as np
 from controller.analysis.deadlock import dependencies, describe_channel
 from controller.analysis.paths import AllPairs
 
-#: Seconds between two polls of the cards' queues.
+#: Seconds between two polls of the cards' queues (at least; see poll_interval).
 POLL_INTERVAL_S = 0.5
+#: Stats answers per second the cards are asked for at most: each costs a card's CPU, and a
+#: starved card misses its liveness checks (a loaded 2-core machine, 128 cards).
+STATS_PER_S = 64.0
 #: Seconds a set of channels must stay stalled before it is called a deadlock.
 DEFAULT_DEADLOCK_AFTER_S = 3.0
 
 ChannelKey = tuple[str, int, int]  # (card, egress port, priority)
 Peers = Mapping[tuple[str, int], tuple[str, int]]  # (card, port) -> (peer card, peer port), card links only
+
+
+def poll_interval(cards: int) -> float:
+    """Seconds between polls of `cards` cards: POLL_INTERVAL_S, longer when that would ask too much.
+
+    >>> poll_interval(10), poll_interval(128)
+    (0.5, 2.0)
+    """
+    return max(POLL_INTERVAL_S, cards / STATS_PER_S)
 
 
 def stalled_channels(

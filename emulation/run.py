@@ -30,7 +30,7 @@ from controller.analysis.deadlock import check_deadlock
 from controller.analysis.paths import AllPairs
 from controller.analysis.traffic import Traffic, make_traffic
 from controller.routing import RoutingTables, algorithms_for, compute_tables
-from emulation.deadlock_watch import DeadlockWatch, compare_with_model, model_dependencies
+from emulation.deadlock_watch import DeadlockWatch, compare_with_model, model_dependencies, poll_interval
 from emulation.links import LINK_MTU
 from emulation.liveness import MAX_PARALLEL_CHECKS, DataPlaneWatch
 from emulation.measure import (
@@ -469,7 +469,12 @@ def _inject_and_drain(
     kill = plan.settings.kill
     killed = False
     detector = (
-        DeadlockWatch(lambda: queue_stats(network), card_peers(plan.topology), plan.settings.deadlock_after)
+        DeadlockWatch(
+            lambda: queue_stats(network),
+            card_peers(plan.topology),
+            plan.settings.deadlock_after,
+            poll_interval(len(network.cards)),
+        )
         if plan.settings.lossless
         else None
     )
