@@ -301,7 +301,8 @@ def summary_lines(outcome: RunOutcome, files: dict[str, Path] | None = None) -> 
         cycle = " -> ".join(f"{c['card']}:{c['port']}/p{c['priority']}" for c in deadlock["cycle"])
         lines.insert(
             1,
-            f"  DEADLOCK    {cycle} (stalled {deadlock['stalled_for_s']} s); in the model's "
+            f"  DEADLOCK    {cycle} (stalled since {deadlock.get('deadlocked_after_s', '-')} s into the run, "
+            f"for {deadlock['stalled_for_s']} s); in the model's "
             f"dependency graph: {'yes' if deadlock['cycle_in_dependency_graph'] else 'NO'}",
         )
     if outcome.queue_drops is not None:

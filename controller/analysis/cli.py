@@ -181,6 +181,8 @@ def summary(report: dict) -> str:
         f"{100 * hops['paths_with_internal']:.1f}% of paths use an internal link)",
         f"internal-link crossings {report['internal_link_crossings']}",
     ]
+    if routing.get("unsafe"):
+        lines.insert(2, f"  {routing['unsafe']}")
     if "switch_hops" in report:
         lines.append(f"switch hops avg {report['switch_hops']['avg']:.4f} max {report['switch_hops']['max']}")
     metric = report["paper_metric"]

@@ -17,6 +17,13 @@ then one upper/lower pair per split dimension in ascending order. With CBest
 that is 0, 1, 2, 3 for odd n (the EXTOLL paper's numbering: VC0 to the
 neighbour PE, VC1 type 1, VC2/VC3 the ring pair) and 2 VCs for even n; with s
 split dimensions it is 2s + 1 + [s < n] (SC0 3DT: 7).
+
+``dort-merged-vcs`` is the same routing with every internal-link hop (eject,
+inject and ring) on one VC, 0; external and host links keep their VCs. Packets
+that end their trip on the internal link (eject) then share a channel with those
+that start or continue on it, and a split dimension's ring loses its dateline on
+the internal link: the dependency graph has cycles (3x3x3 already), so it can
+deadlock on lossless links. It exists to show that (unsafe, controller.routing.registry).
 """
 
 from __future__ import annotations
@@ -54,11 +61,25 @@ def internal_vc_plan(n: int, split: tuple[int, ...]) -> tuple[dict[str, int], di
     return plan, names
 
 
+#: VC of every internal-link hop in dort-merged-vcs
+MERGED_INTERNAL_VC = 0
+
+
 def dort_spec(network: CardNetwork) -> TableSpec:
     """TableSpec of the DORT tables for an nDT torus with any port configuration (same at every node)."""
+    return _dort_spec(network, merged=False)
+
+
+def dort_merged_vcs_spec(network: CardNetwork) -> TableSpec:
+    """DORT with all its internal-link VCs merged into one (VC 0): cyclic dependencies (unsafe)."""
+    return _dort_spec(network, merged=True)
+
+
+def _dort_spec(network: CardNetwork, *, merged: bool) -> TableSpec:
+    name = "dort-merged-vcs" if merged else "dort"
     if network.topology.family != "ndt":
         raise UnsupportedTopologyError(
-            f"dort routes nDT twin tori (family ndt); this is a {network.topology.family!r} topology"
+            f"{name} routes nDT twin tori (family ndt); this is a {network.topology.family!r} topology"
             + (": use dor" if network.topology.family == "torus" else "")
         )
     view = TorusView(network)
@@ -90,8 +111,13 @@ def dort_spec(network: CardNetwork) -> TableSpec:
         arrival_use = np.where(at_home, np.int8(USE_CODE["deliver"]), np.int8(USE_CODE["eject"]))
         use = np.where(arrived, arrival_use, use)
         egress = np.where(at_home, view.pe_port[cards].astype(np.int16), egress)
+        if merged:
+            vc = np.where(egress == view.internal_port[cards], np.int8(MERGED_INTERNAL_VC), vc)
         return egress, vc, use
 
+    if merged:
+        merged_uses = ", ".join(internal_names.values())
+        internal_names = {MERGED_INTERNAL_VC: f"the only internal VC ({merged_uses})"}
     vc_names = {
         "external": {UPPER: "upper (t_i > o_i)", LOWER: "lower (t_i <= o_i)"},
         "internal": internal_names,
@@ -102,7 +128,9 @@ def dort_spec(network: CardNetwork) -> TableSpec:
         "ties (k_i even, distance k_i/2) go + in every dimension",
         f"internal-link VCs: {len(internal_names)}",
     ]
-    return table_spec("dort", network, decide, vc_names=vc_names, notes=notes)
+    if merged:
+        notes.append("UNSAFE: internal-link VCs merged into one: cyclic dependencies")
+    return table_spec(name, network, decide, vc_names=vc_names, notes=notes)
 
 
 def dort_tables(network: CardNetwork) -> RoutingTables:

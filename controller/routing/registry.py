@@ -4,7 +4,7 @@
 >>> compute_tables(torus((3, 3)), "dor").algorithm
 'dor'
 >>> sorted(ALGORITHMS)
-['destro', 'dor', 'dor-no-dateline', 'dort', 'ts-dor']
+['destro', 'dor', 'dor-no-dateline', 'dort', 'dort-merged-vcs', 'ts-dor', 'ts-dor-unmirrored']
 >>> algorithms_for("torus")
 ['dor']
 """
@@ -16,11 +16,11 @@ from collections.abc import Callable
 from controller.routing.builder import TableSpec
 from controller.routing.destro import destro_spec
 from controller.routing.dor import dor_no_dateline_spec, dor_spec
-from controller.routing.dort import dort_spec
+from controller.routing.dort import dort_merged_vcs_spec, dort_spec
 from controller.routing.errors import UnknownAlgorithmError, UnsupportedTopologyError
 from controller.routing.network import CardNetwork
 from controller.routing.table import RoutingTables
-from controller.routing.tsdor import tsdor_spec
+from controller.routing.tsdor import tsdor_spec, tsdor_unmirrored_spec
 from topologies.model import Topology
 
 #: name -> (table spec of a card network, topology families it routes)
@@ -30,11 +30,21 @@ ALGORITHMS: dict[str, tuple[Callable[[CardNetwork], TableSpec], tuple[str, ...]]
     "dort": (dort_spec, ("ndt",)),
     "ts-dor": (tsdor_spec, ("ndt",)),
     "dor-no-dateline": (dor_no_dateline_spec, ("torus",)),
+    "ts-dor-unmirrored": (tsdor_unmirrored_spec, ("ndt",)),
+    "dort-merged-vcs": (dort_merged_vcs_spec, ("ndt",)),
 }
 
 #: Variants whose channel dependency graph has cycles, on purpose (to show deadlock): name -> why.
 UNSAFE: dict[str, str] = {
     "dor-no-dateline": "UNSAFE: DOR on one VC without dateline; its rings close dependency cycles (deadlock)",
+    "ts-dor-unmirrored": (
+        "UNSAFE: TS-DOR with spec part 2's d_h tie and inject/eject VCs, not mirrored for d_h+ on card 0; "
+        "dependency cycles once k_h >= 4 (deadlock)"
+    ),
+    "dort-merged-vcs": (
+        "UNSAFE: DORT with one VC for every internal-link hop (eject, inject, ring merged); "
+        "dependency cycles (deadlock)"
+    ),
 }
 
 

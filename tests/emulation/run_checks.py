@@ -8,10 +8,47 @@ crossings from the analysis (controller.analysis.paths.AllPairs).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 
 from controller.routing import walk
 from emulation.measure import EQUAL, hop_kinds
-from emulation.run import RunOutcome, RunPlan, RunSettings, plan_run, run_on_network
+from emulation.network import build_network
+from emulation.run import (
+    RunOutcome,
+    RunPlan,
+    RunSettings,
+    lossless_switch_arguments,
+    plan_run,
+    run_on_network,
+)
+from topologies.build import build_topology
+
+
+def lossless_network(family: str, dims: str, out_dir: Path) -> Iterator[tuple]:
+    """(topology, running network) of embedded cards with PFC on, stopped afterwards (a fixture's body)."""
+    topology = build_topology(family, dims=dims)
+    built = build_network(
+        topology,
+        target="embedded",
+        out_dir=out_dir,
+        lock_timeout=900,
+        switch_arguments=lossless_switch_arguments(RunSettings(lossless=True)),
+    )
+    try:
+        yield topology, built
+    finally:
+        built.stop()
+
+
+def check_lossless(outcome: RunOutcome) -> None:
+    """An overloaded lossless run: no deadlock, PFC acted, no drops, every probe on the model's path."""
+    assert outcome.deadlock is None
+    assert outcome.queue_drops["total"] == 0, outcome.queue_drops["rows"][:5]
+    assert outcome.accounting.lost == 0 and outcome.accounting.received == len(outcome.plan.schedule)
+    assert all(result.verdict == EQUAL for result in outcome.results)
+    assert outcome.channels.ok
+    assert outcome.lossless["cards"]["pause_frames_sent"] > 0  # the overload was real: PFC acted
 
 
 def plan(topology, out, **settings) -> RunPlan:

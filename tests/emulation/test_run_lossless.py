@@ -10,14 +10,12 @@ These runs take some seconds each: a deadlock needs the ring's queues to fill.
 
 from __future__ import annotations
 
-import pytest
-from run_checks import plan
+from collections.abc import Iterator
 
-from emulation.measure import EQUAL
-from emulation.network import TwinnetNetwork, build_network
-from emulation.run import lossless_switch_arguments, run_on_network
-from emulation.run_settings import RunSettings
-from topologies.build import build_topology
+import pytest
+from run_checks import check_lossless, lossless_network, plan
+
+from emulation.run import run_on_network
 
 pytestmark = pytest.mark.root
 
@@ -26,38 +24,20 @@ LOAD = {"traffic": "tornado", "rate": 250.0, "duration": 1.0, "link_rate": 100.0
 
 
 @pytest.fixture(scope="module")
-def topology():
-    return build_topology("torus", dims=str(RING))
+def ring(tmp_path_factory) -> Iterator[tuple]:
+    yield from lossless_network("torus", str(RING), tmp_path_factory.mktemp("ring"))
 
 
-@pytest.fixture(scope="module")
-def network(topology, tmp_path_factory) -> TwinnetNetwork:
-    built = build_network(
-        topology,
-        target="embedded",
-        out_dir=tmp_path_factory.mktemp("ring"),
-        lock_timeout=900,
-        switch_arguments=lossless_switch_arguments(RunSettings(lossless=True)),
-    )
-    try:
-        yield built
-    finally:
-        built.stop()
-
-
-def test_dor_with_datelines_is_lossless_under_overload(network, topology, tmp_path) -> None:
+def test_dor_with_datelines_is_lossless_under_overload(ring, tmp_path) -> None:
+    topology, network = ring
     outcome = run_on_network(plan(topology, tmp_path, routing="dor", **LOAD), network, show_bars=False)
-    assert outcome.deadlock is None
-    assert outcome.queue_drops["total"] == 0, outcome.queue_drops["rows"][:5]
-    assert outcome.accounting.lost == 0 and outcome.accounting.received == len(outcome.plan.schedule)
-    assert all(result.verdict == EQUAL for result in outcome.results)
-    assert outcome.channels.ok
+    check_lossless(outcome)
     lossless = outcome.lossless
-    assert lossless["cards"]["pause_frames_sent"] > 0  # the overload was real: PFC acted
     assert lossless["hosts"]["pause_frames_received"] > 0 and lossless["probes_held_by_pauses"] > 0
 
 
-def test_dor_without_dateline_deadlocks_on_a_cycle_of_the_model(network, topology, tmp_path) -> None:
+def test_dor_without_dateline_deadlocks_on_a_cycle_of_the_model(ring, tmp_path) -> None:
+    topology, network = ring
     settings = {**LOAD, "duration": 8.0, "deadlock_after": 1.0}
     outcome = run_on_network(
         plan(topology, tmp_path, routing="dor-no-dateline", **settings), network, show_bars=False

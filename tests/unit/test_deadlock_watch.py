@@ -79,6 +79,37 @@ def test_moving_or_unpaused_queues_are_no_deadlock(ring) -> None:
         assert moving.poll(now) is None and partial.poll(now) is None
 
 
+def test_in_a_with_block_the_watch_polls_in_its_own_thread_until_it_finds_the_deadlock(ring) -> None:
+    """A run's injector only reads ``found``: the polls (one request per card) never block it."""
+    polls = []
+
+    def read_stats() -> dict[str, dict]:
+        polls.append(time.monotonic())
+        return ring_stats(set(ring.cards), 7, ring)
+
+    watch = DeadlockWatch(read_stats, card_peers(ring), after_s=0.2, interval_s=0.05)
+    with watch:
+        deadline = time.monotonic() + 10.0
+        while watch.found is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert watch.found is not None and len(watch.found["cycle"]) == RING
+    assert watch.found["stalled_for_s"] >= 0.2 and len(polls) >= 0.2 / 0.05
+    assert watch._thread is not None and not watch._thread.is_alive()  # it stops once found
+    count = len(polls)
+    time.sleep(0.2)
+    assert len(polls) == count
+
+
+def test_leaving_the_with_block_stops_the_polls(ring) -> None:
+    polls = []
+    watch = DeadlockWatch(lambda: polls.append(1) or {}, card_peers(ring), interval_s=0.02)
+    with watch:
+        time.sleep(0.1)
+    count = len(polls)
+    time.sleep(0.1)
+    assert count >= 1 and len(polls) == count and watch.found is None
+
+
 def test_the_observed_cycle_is_in_the_graph_of_the_cyclic_variant_only(ring) -> None:
     peers = card_peers(ring)
     cycle = [

@@ -23,7 +23,15 @@ def ext_vc(c: int, t: int) -> int:
 
 
 def reference_path(dims, card_of, split, src, dst, algorithm):
-    """Scalar router: list of (node, card, action, vc); action is ('EXT', i, s), ('IL', use) or ('PE',)."""
+    """Scalar router: list of (node, card, action, vc); action is ('EXT', i, s), ('IL', use) or ('PE',).
+
+    The unsafe variants: ``ts-dor-unmirrored`` is Appendix A's TS-DOR as written (PE0 ties d_h-,
+    PE1 d_h+; inject/eject 0 -> 1 upper, 1 -> 0 lower); ``dort-merged-vcs`` is DORT with every
+    internal-link hop on VC 0.
+    """
+    variant = algorithm
+    algorithm = {"ts-dor-unmirrored": "ts-dor", "dort-merged-vcs": "dort"}.get(variant, variant)
+    mirrored = variant != "ts-dor-unmirrored"
     n = len(dims)
     h = (n - 1) // 2 if n % 2 else None
     cls = src % 2
@@ -37,7 +45,7 @@ def reference_path(dims, card_of, split, src, dst, algorithm):
             order, ties = range(n), {}
         else:
             order = range(n) if cls == 0 else range(n - 1, -1, -1)
-            ties = {h: +1 if cls == 0 else -1}
+            ties = {h: (+1 if cls == 0 else -1) * (1 if mirrored else -1)}
         step = None
         for i in order:
             s = direction(node[i], target[i], dims[i], ties.get(i, +1))
@@ -48,8 +56,8 @@ def reference_path(dims, card_of, split, src, dst, algorithm):
             if tpe == card:
                 hops.append((tuple(node), card, ("PE",), 0))
                 return hops
-            vc = 0 if algorithm == "dort" else (1 if card == 0 else 0)
-            hops.append((tuple(node), card, ("IL", "eject"), vc))
+            vc = 0 if algorithm == "dort" else crossing_vc(card, mirrored)
+            hops.append((tuple(node), card, ("IL", "eject"), 0 if variant == "dort-merged-vcs" else vc))
             card = 1 - card
             continue
         i, s = step
@@ -60,12 +68,17 @@ def reference_path(dims, card_of, split, src, dst, algorithm):
             continue
         if i in split if algorithm == "dort" else i == h:
             vc = (ring_base[i] if algorithm == "dort" else 0) + ext_vc(node[i], target[i])
-            hops.append((tuple(node), card, ("IL", "ring"), vc))
+            hops.append((tuple(node), card, ("IL", "ring"), 0 if variant == "dort-merged-vcs" else vc))
         else:
-            vc = inject_vc if algorithm == "dort" else (1 if card == 0 else 0)
-            hops.append((tuple(node), card, ("IL", "inject"), vc))
+            vc = inject_vc if algorithm == "dort" else crossing_vc(card, mirrored)
+            hops.append((tuple(node), card, ("IL", "inject"), 0 if variant == "dort-merged-vcs" else vc))
         card = 1 - card
     raise AssertionError("reference router did not arrive")
+
+
+def crossing_vc(card: int, mirrored: bool) -> int:
+    """TS-DOR's inject/eject VC: contracts 0 -> 1 lower (1), 1 -> 0 upper (0); part 2 as written: opposite."""
+    return (1 if card == 0 else 0) if mirrored else (0 if card == 0 else 1)
 
 
 def coords(index: int, dims) -> tuple[int, ...]:
@@ -107,7 +120,7 @@ def cbest_card_of(n):
 
 
 @pytest.mark.parametrize("dims", [(3, 3, 3), (4, 2, 4), (2, 4, 2), (4, 4), (2, 3, 2, 3), (2, 2, 3, 2, 2)])
-@pytest.mark.parametrize("algorithm", ["dort", "ts-dor"])
+@pytest.mark.parametrize("algorithm", ["dort", "ts-dor", "ts-dor-unmirrored", "dort-merged-vcs"])
 def test_tables_follow_the_reference_router(dims, algorithm):
     n = len(dims)
     tables = compute_tables(ndt_torus(dims), algorithm)
