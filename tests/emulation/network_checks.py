@@ -12,10 +12,9 @@ import re
 import subprocess
 from pathlib import Path
 
-from p4switch.daemon.host_config import read_cards_file
-
 from emulation.links import HOST_IP_MTU, LINK_MTU
 from emulation.state import read_current_state
+from p4switch.daemon.host_config import read_cards_file
 from topologies.model import PortRef, Topology
 
 CARD_INTERFACE = re.compile(r"c\d+-eth\d+")
