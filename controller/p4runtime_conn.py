@@ -89,6 +89,40 @@ class UpdateFailure:
         return f"card {self.card}: {self.kind} {self.entry} rejected ({self.code}): {self.message}"
 
 
+class ChannelPool:
+    """One gRPC channel per address, shared by every card served there (a switch process hosting many
+    cards is one server): one connection and one polling thread instead of one per card."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._channels: dict[str, tuple[grpc.Channel, int]] = {}
+
+    def acquire(self, address: str) -> grpc.Channel:
+        """The address's channel (made on first use); give it back with :meth:`release`."""
+        with self._lock:
+            channel, users = self._channels.get(address, (None, 0))
+            if channel is None:
+                channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+            self._channels[address] = (channel, users + 1)
+            return channel
+
+    def release(self, address: str) -> None:
+        """One user fewer; the last one closes the channel."""
+        with self._lock:
+            channel, users = self._channels.get(address, (None, 0))
+            if channel is None:
+                return
+            if users > 1:
+                self._channels[address] = (channel, users - 1)
+                return
+            del self._channels[address]
+        channel.close()
+
+
+#: the controller's channels, shared by the connections to one address
+CHANNELS = ChannelPool()
+
+
 class StreamSession:
     """The StreamChannel of one session: the arbitration goes out, the card's messages come in.
 
@@ -204,11 +238,11 @@ class CardConnection:
     def open(self, require_primary: bool = True) -> CardConnection:
         """Connect and arbitrate; CardUnreachableError if the card does not answer, CardError if backup."""
         address = self.endpoint.grpc_address
-        channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        channel = CHANNELS.acquire(address)
         try:
             grpc.channel_ready_future(channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
-            channel.close()
+            CHANNELS.release(address)
             raise CardUnreachableError(
                 self.name,
                 f"no P4Runtime server answers at {address} within {self.timeout:.0f} s "
@@ -237,7 +271,7 @@ class CardConnection:
         if session is not None:
             session.close()
         if channel is not None:
-            channel.close()
+            CHANNELS.release(self.endpoint.grpc_address)
 
     def _stub(self) -> p4runtime_pb2_grpc.P4RuntimeStub:
         if self.stub is None:
