@@ -1,4 +1,4 @@
-"""The controller's gRPC channels: one per address, shared by the cards served there, closed by the last user."""
+"""The controller's gRPC channels: one per address, shared by the cards served there, closed last."""
 
 from __future__ import annotations
 
