@@ -382,13 +382,27 @@ class TwinController:
                 pass
 
     def _each_card(self, names: Iterable[str], job: Callable[[str], Any]) -> dict[str, Any]:
-        """Run job(name) for every card in the thread pool; results by name, in the order given."""
+        """Run job(name) for every card in the thread pool; results by name, in the order given.
+
+        Cards are taken in turn from each P4Runtime address, so that switch processes hosting
+        many cards (one address each) work in parallel instead of one after the other.
+        """
         names = list(names)
         with ThreadPoolExecutor(
             max_workers=min(self.workers, max(1, len(names))), thread_name_prefix="twinnet-ctl"
         ) as pool:
-            futures = {name: pool.submit(job, name) for name in names}
-            return {name: future.result() for name, future in futures.items()}
+            futures = {name: pool.submit(job, name) for name in self._interleaved(names)}
+            return {name: futures[name].result() for name in names}
+
+    def _interleaved(self, names: list[str]) -> list[str]:
+        """`names` round-robin over their cards' addresses (each address's cards in the order given)."""
+        by_address: dict[str, list[str]] = {}
+        for name in names:
+            endpoint = self.endpoints.get(name)
+            by_address.setdefault(endpoint.grpc_address if endpoint else name, []).append(name)
+        queues = list(by_address.values())
+        longest = max(map(len, queues), default=0)
+        return [queue[i] for i in range(longest) for queue in queues if i < len(queue)]
 
     def _report(self, name: str, stage: str, done: int = 0, message: str = "", more: int = 0) -> None:
         """Tell the progress callback: `done` more entries handled (written or in place), `more` to do."""

@@ -18,3 +18,16 @@ def test_cards_at_one_address_share_its_channel_until_the_last_lets_go(tmp_path)
     pool.release(here)
     pool.release(there)
     pool.release(there)  # one release too many is harmless
+
+
+def test_the_install_takes_cards_in_turn_from_each_switch_process() -> None:
+    from types import SimpleNamespace
+
+    from controller.install import TwinController
+
+    addresses = {"c0": "p0", "c1": "p0", "c2": "p0", "c3": "p1", "c4": "p1", "c5": "own"}
+    controller = SimpleNamespace(
+        endpoints={name: SimpleNamespace(grpc_address=address) for name, address in addresses.items()}
+    )
+    order = TwinController._interleaved(controller, list(addresses))
+    assert order == ["c0", "c3", "c5", "c1", "c4", "c2"]
