@@ -75,6 +75,10 @@ from topologies.errors import TwinnetError
 DEFAULT_BATCH_SIZE = 500
 #: Cards handled at once.
 DEFAULT_WORKERS = 16
+#: Networks of at most this many cards keep every card's session open between operations; larger
+#: ones open a card's session for an operation and close it after (1,024 open StreamChannels cost the
+#: controller ~2,000 threads and starve it)
+KEEP_SESSIONS_UP_TO = 128
 PIPELINE_MODES = ("auto", "push", "keep")
 
 #: Order in which a card's updates are written (see the module doc).
@@ -329,6 +333,8 @@ class TwinController:
         self.timeout = timeout
         self.progress = progress
         self.connections: dict[str, CardConnection] = {}
+        #: whether sessions stay open between operations (see KEEP_SESSIONS_UP_TO)
+        self.keep_sessions = len(self.endpoints) <= KEEP_SESSIONS_UP_TO
         self._lock = threading.Lock()
         self._done = 0
         self._total = 0
@@ -391,8 +397,16 @@ class TwinController:
         with ThreadPoolExecutor(
             max_workers=min(self.workers, max(1, len(names))), thread_name_prefix="twinnet-ctl"
         ) as pool:
-            futures = {name: pool.submit(job, name) for name in self._interleaved(names)}
+            futures = {name: pool.submit(self._in_session, job, name) for name in self._interleaved(names)}
             return {name: futures[name].result() for name in names}
+
+    def _in_session(self, job: Callable[[str], Any], name: str) -> Any:
+        """job(name), the card's session closed after it unless sessions are kept."""
+        try:
+            return job(name)
+        finally:
+            if not self.keep_sessions:
+                self._drop_connection(name)
 
     def _interleaved(self, names: list[str]) -> list[str]:
         """`names` round-robin over their cards' addresses (each address's cards in the order given)."""
