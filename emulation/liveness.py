@@ -40,6 +40,12 @@ STALE_BEAT_S = 0.75
 MAX_PARALLEL_CHECKS = 32
 
 
+def loop_healthy(answer: dict[str, Any]) -> bool:
+    """Whether a health answer says the forwarding loop runs and beat within STALE_BEAT_S."""
+    beat = answer.get("beat_age_s")
+    return bool(answer.get("ok") and answer.get("alive")) and beat is not None and beat <= STALE_BEAT_S
+
+
 def data_plane_healthy(card: Any, timeout: float = ANSWER_TIMEOUT_S) -> bool:
     """Whether the card's side channel says its data plane runs and beat recently (False on no answer)."""
     from p4switch.daemon.side_channel import request
@@ -48,8 +54,7 @@ def data_plane_healthy(card: Any, timeout: float = ANSWER_TIMEOUT_S) -> bool:
         answer = request(card.control_target, {"cmd": "health"}, timeout=timeout)
     except (OSError, ValueError):
         return False
-    beat = answer.get("beat_age_s")
-    return bool(answer.get("ok") and answer.get("alive")) and beat is not None and beat <= STALE_BEAT_S
+    return loop_healthy(answer)
 
 
 @dataclass
@@ -66,15 +71,13 @@ def process_healthy(group: Any, timeout: float = ANSWER_TIMEOUT_S) -> ProcessHea
         answer = group.health(timeout)
     except (OSError, ValueError):
         return ProcessHealth(False)
-    beat = answer.get("beat_age_s")
-    loop_ok = bool(answer.get("ok") and answer.get("alive")) and beat is not None and beat <= STALE_BEAT_S
     cards = answer.get("cards") or {}
     dead = {
         card.name
         for card in group.cards
         if not (cards.get(str(card.device_id)) or {}).get("alive", False)
     }
-    return ProcessHealth(loop_ok, dead)
+    return ProcessHealth(loop_healthy(answer), dead)
 
 
 class DataPlaneWatch:

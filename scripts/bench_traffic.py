@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from controller.analysis.traffic import Traffic  # noqa: E402
+from emulation.headroom import process_cpu_s  # noqa: E402
 from emulation.measure import distribution, verdict_counts  # noqa: E402
 from emulation.network import build_network, stderr_progress  # noqa: E402
 from emulation.run import RunSettings, plan_run, run_on_network  # noqa: E402
@@ -71,15 +72,7 @@ def injector_ceiling(probes: int = 20000) -> dict:
 
 def cpu_seconds(pids: set[int]) -> float:
     """User + system CPU time of the processes so far (s); a process gone counts 0."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-    return total / ticks
+    return sum(process_cpu_s(pids).values())
 
 
 def main() -> int:
