@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from emulation.run_settings import SWITCH_PROCESSES_OPTION
@@ -55,7 +54,6 @@ def main(args: argparse.Namespace) -> int:
     from emulation.link_rate import parse_link_rate
     from emulation.network import build_network, stderr_progress
     from emulation.run import plan_run
-    from emulation.run_cli import _run_errors
     from emulation.run_settings import RunSettings
 
     topology = topology_from_args(args)
@@ -77,30 +75,26 @@ def main(args: argparse.Namespace) -> int:
         if warning:
             stderr_progress(f"{name}: {warning}")
     results = []
-    try:
-        with build_network(
-            topology,
-            target=plan.switch_class.target_name,
-            progress=stderr_progress,
-            switch_processes=args.switch_processes,
-        ) as network:
-            with open_cards(network) as cards:
-                cards.install(plan.tables)
-            network.set_link_rates(link_rate)
-            for name in names:
-                results.append(
-                    run_collective(
-                        network,
-                        name,
-                        link_rate_pps=link_rate,
-                        block=args.block,
-                        size=args.size,
-                        say=stderr_progress,
-                    )
+    with build_network(
+        topology,
+        target=plan.switch_class.target_name,
+        progress=stderr_progress,
+        switch_processes=args.switch_processes,
+    ) as network:
+        with open_cards(network) as cards:
+            cards.install(plan.tables)
+        network.set_link_rates(link_rate)
+        for name in names:
+            results.append(
+                run_collective(
+                    network,
+                    name,
+                    link_rate_pps=link_rate,
+                    block=args.block,
+                    size=args.size,
+                    say=stderr_progress,
                 )
-    except _run_errors() as error:
-        print(f"twinnet collective: error: {error}", file=sys.stderr)
-        return 2
+            )
     out = args.out or Path("/tmp/twinnet/collective")
     out.mkdir(parents=True, exist_ok=True)
     path = out / "collectives.json"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 
 from emulation.run_settings import SWITCH_PROCESSES_OPTION
@@ -172,7 +171,6 @@ def settings_from_args(args: argparse.Namespace):
 
 def main(args: argparse.Namespace) -> int:
     from emulation.network import stderr_progress
-    from emulation.run_cli import _run_errors
     from emulation.sweep import plan_sweep, run_sweep
     from emulation.sweep_report import write_sweep
 
@@ -180,13 +178,10 @@ def main(args: argparse.Namespace) -> int:
     plans = plan_sweep(configurations_from_args(args), settings)
     say = (lambda message: None) if args.quiet else stderr_progress
     out = args.out or Path("/tmp/twinnet/sweep")
-    try:  # files rewritten after each configuration: an interrupted sweep keeps what it finished
-        result = run_sweep(
-            plans, settings, say=say, checkpoint=lambda partial: write_sweep(partial, out, pictures=False)
-        )
-    except _run_errors() as error:
-        print(f"twinnet sweep: error: {error}", file=sys.stderr)
-        return 2
+    # files rewritten after each configuration: an interrupted sweep keeps what it finished
+    result = run_sweep(
+        plans, settings, say=say, checkpoint=lambda partial: write_sweep(partial, out, pictures=False)
+    )
     for path in write_sweep(result, out, pictures=not args.no_pictures):
         print(f"wrote {path}")
     for configuration in result["configurations"]:
