@@ -75,6 +75,16 @@ def test_a_lossless_sweep_carries_pfc_to_its_runs_and_is_refused_on_bmv2():
         plan_sweep([configuration], on_bmv2, need_root=False)
 
 
+def test_a_lossless_sweep_is_checked_at_its_own_loads_only():
+    """The sweep plans each configuration with a run plan whose probe schedule is never sent: a
+    lossless sweep (its plan carries the link rate for PFC) is judged by its loads, not by that
+    schedule (3DT 4x4x4: the schedule alone asks for ~128 hosts x 100 probes/s x 6.5 cards)."""
+    configuration = Configuration("A", build_topology("ndt", dims="4x4x4"), "dort", "uniform")
+    gentle = SweepSettings(link_rate_pps=1, loads=(0.1,), lossless=True)
+    (plan,) = plan_sweep([configuration], gentle, need_root=False)
+    assert plan.loads == (0.1,)
+
+
 def test_cards_per_packet_of_the_model_paths():
     configuration = Configuration("ring", build_topology("torus", dims="8"), "dor", "uniform")
     (plan,) = plan_sweep(
