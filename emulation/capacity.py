@@ -1,6 +1,7 @@
 """Will a network fit in this machine's memory? An estimate made before anything starts.
 
     need = cards x switch memory per card (a card's Mininet node starts no shell)
+         + table entries x what an installed entry costs in its card
          + switch processes x (what a switch process costs before its cards)
          + hosts x (namespace shell + namespace kernel state)
          + links x (veth pair kernel state)
@@ -43,6 +44,8 @@ class SwitchMemory:
     card_mb: float
     process_mb: float = 0.0
     processes: int = 0
+    #: an installed table entry, KB (0: counted in card_mb)
+    entry_kb: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,12 @@ def available_memory_mb() -> float:
 
 
 def estimate_memory(
-    topology: Topology, switches: SwitchMemory, available_mb: float | None = None
+    topology: Topology, switches: SwitchMemory, available_mb: float | None = None, entries: int = 0
 ) -> MemoryEstimate:
+    """What the network needs with ``entries`` table entries installed over all its cards."""
     return MemoryEstimate(
         cards_mb=len(topology.cards) * switches.card_mb
+        + entries * switches.entry_kb / 1024
         + switches.processes * switches.process_mb,
         hosts_mb=len(topology.hosts) * (NODE_SHELL_MB + NAMESPACE_MB),
         links_mb=len(topology.links) * VETH_PAIR_MB,
@@ -90,9 +95,11 @@ def estimate_memory(
     )
 
 
-def check_memory(topology: Topology, switches: SwitchMemory, target: str) -> MemoryEstimate:
+def check_memory(
+    topology: Topology, switches: SwitchMemory, target: str, entries: int = 0
+) -> MemoryEstimate:
     """The estimate, or CapacityError with the figures if the network would not fit."""
-    estimate = estimate_memory(topology, switches)
+    estimate = estimate_memory(topology, switches, entries=entries)
     if not estimate.fits:
         counts = topology.counts()
         raise CapacityError(

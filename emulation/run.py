@@ -124,16 +124,6 @@ def plan_run(
     except SwitchError as error:
         raise RunInputError(str(error)) from error
     _check_lossless(settings, switch_class.target_name)
-    summary = ""
-    if settings.check_capacity:
-        try:
-            summary = check_memory(
-                topology,
-                switch_class.memory_plan(len(topology.cards), settings.switch_processes, settings.control),
-                switch_class.target_name,
-            ).summary()
-        except (CapacityError, GroupError) as error:
-            raise RunInputError(str(error)) from error
     try:
         traffic = make_traffic(settings.traffic, topology, **settings.pattern_options)
     except ValueError as error:
@@ -149,6 +139,17 @@ def plan_run(
         tables = compute_tables(topology, routing)
     except ValueError as error:
         raise RunInputError(f"--routing: {error}") from error
+    summary = ""
+    if settings.check_capacity:  # the cards' memory grows with their tables: checked with them
+        try:
+            summary = check_memory(
+                topology,
+                switch_class.memory_plan(len(topology.cards), settings.switch_processes, settings.control),
+                switch_class.target_name,
+                entries=len(tables),
+            ).summary()
+        except (CapacityError, GroupError) as error:
+            raise RunInputError(str(error)) from error
     queues = tables.queues_per_port()
     if queues > PRIORITY_QUEUES:
         raise RunInputError(

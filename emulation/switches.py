@@ -335,6 +335,8 @@ class EmbeddedSwitch(P4CardSwitch):
     #: a card in a shared process with its tables (PSS, MB) and a shared process before its cards (MB)
     estimated_card_mb = 8.0
     estimated_process_mb = 60.0
+    #: an installed route entry in its card's table (KB)
+    estimated_entry_kb = 1.1
 
     @classmethod
     def memory_plan(cls, cards: int, processes: int | None = None, control: str = "unix") -> SwitchMemory:
@@ -345,7 +347,7 @@ class EmbeddedSwitch(P4CardSwitch):
         if control == "tcp":
             return super().memory_plan(cards, processes, control)
         count = check_process_count(processes, cards)
-        return SwitchMemory(cls.estimated_card_mb, cls.estimated_process_mb, count)
+        return SwitchMemory(cls.estimated_card_mb, cls.estimated_process_mb, count, cls.estimated_entry_kb)
 
     @classmethod
     def executable(cls) -> list[str] | None:

@@ -142,7 +142,9 @@ def bench(
         stages = dict(network.timings)
         kind = network.switch_class.target_name
         estimate = estimate_memory(
-            topology, network.switch_class.memory_plan(len(topology.cards), processes, network.control)
+            topology,
+            network.switch_class.memory_plan(len(topology.cards), processes, network.control),
+            entries=installed["entries"] if installed else 0,
         )
     finally:
         network.stop()

@@ -315,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop_requested = threading.Event()
 
     def request_stop(signum: int, _frame: object) -> None:
-        log.info("signal %d: stopping", signum)
+        log.warning("signal %d (%s): stopping", signum, signal.Signals(signum).name)
         stop_requested.set()
 
     signal.signal(signal.SIGTERM, request_stop)

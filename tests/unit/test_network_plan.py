@@ -110,6 +110,9 @@ def test_memory_estimate_refuses_what_does_not_fit() -> None:
     assert not estimate_memory(big, SwitchMemory(card_mb=64), available_mb=4 * 1024).fits
     shared = estimate_memory(big, SwitchMemory(card_mb=8, process_mb=60, processes=2), available_mb=1e6)
     assert shared.cards_mb == 128 * 8 + 2 * 60
+    tables = SwitchMemory(card_mb=0.5, process_mb=40, processes=2, entry_kb=2.0)
+    with_entries = estimate_memory(big, tables, available_mb=1e6, entries=10_240)
+    assert with_entries.cards_mb == pytest.approx(128 * 0.5 + 10_240 * 2.0 / 1024 + 2 * 40)
 
 
 def test_the_embedded_target_plans_shared_processes_and_bmv2_one_per_card() -> None:
@@ -188,3 +191,22 @@ def test_a_dead_process_identity_is_not_alive() -> None:
     assert not state.identity_alive("999999999:1")
     pid, start = process_identity().split(":")
     assert not state.identity_alive(f"{pid}:{int(start) + 1}")  # same pid, another start: pid reused
+
+
+def test_a_run_is_refused_when_its_tables_would_not_fit(monkeypatch) -> None:
+    """The cards' memory grows with their tables: the run's estimate counts the entries it installs."""
+    from emulation.run import plan_run
+    from emulation.run_settings import RunInputError, RunSettings
+
+    topology = build_topology("ndt", dims="4x4x4")
+    switches = EmbeddedSwitch.memory_plan(len(topology.cards))
+    bare = estimate_memory(topology, switches, available_mb=1e6).need_mb
+    entries = len(plan_run(topology, RunSettings(packets=1, check_capacity=False), need_root=False).tables)
+    tables_mb = entries * switches.entry_kb / 1024
+    assert tables_mb > 1  # 3DT 4x4x4 DORT: tens of thousands of entries
+    # room for the bare network, not for its tables
+    monkeypatch.setattr(
+        capacity, "available_memory_mb", lambda: (bare + tables_mb / 2) / capacity.USABLE_FRACTION
+    )
+    with pytest.raises(RunInputError, match="128 cards and 128 hosts"):
+        plan_run(topology, RunSettings(packets=1, target="embedded"), need_root=False)
