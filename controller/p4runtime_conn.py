@@ -239,16 +239,19 @@ class CardConnection:
         """Connect and arbitrate; CardUnreachableError if the card does not answer, CardError if backup."""
         address = self.endpoint.grpc_address
         channel = CHANNELS.acquire(address)
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        # Capabilities, waiting for the connection, says the server answers. (grpc.channel_ready_future
+        # would leave a polling thread that raises in the background when a shared channel closes.)
         try:
-            grpc.channel_ready_future(channel).result(timeout=self.timeout)
-        except grpc.FutureTimeoutError:
+            stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=self.timeout, wait_for_ready=True)
+        except grpc.RpcError as error:
             CHANNELS.release(address)
             raise CardUnreachableError(
                 self.name,
                 f"no P4Runtime server answers at {address} within {self.timeout:.0f} s "
-                "(is the switch process running?)",
+                f"(is the switch process running?): {error.code().name}",
             ) from None
-        self.channel, self.stub = channel, p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        self.channel, self.stub = channel, stub
         self.session = StreamSession(self.stub)
         try:
             reply = self.session.arbitrate(self.endpoint.device_id, self.election_id, ARBITRATION_TIMEOUT)
