@@ -21,14 +21,19 @@ from pathlib import Path
 from topologies.errors import TwinnetError
 from topologies.model import Topology
 
-#: bash shell of a Mininet node (RSS of ``bash --norc -is``), MB
-NODE_SHELL_MB = 4.0
+# Calibrated on 3DT 4x4x4 and 8x8x8 with DORT tables installed (scripts/bench_bringup.py --install;
+# MemAvailable sampled during `twinnet run`): 128 hosts and 384 links cost ~0.19 GB, 1,024 hosts
+# and 3,072 links ~1.4 GB; the controller grew to 1.5 GB RSS installing 2.1M entries.
+#: bash shell of a Mininet host (PSS: its pages are mostly shared with every other shell), MB
+NODE_SHELL_MB = 0.4
 #: kernel state of a network namespace with its loopback, routes and ARP table, MB
-NAMESPACE_MB = 1.0
+NAMESPACE_MB = 0.75
 #: kernel state of one veth pair with its queues, MB
 VETH_PAIR_MB = 0.1
-#: the Python process that builds and runs the network (Mininet, scapy later), MB
+#: the Python process that builds and runs the network (Mininet, scapy later), MB ...
 BUILDER_MB = 300.0
+#: ... and what it holds per table entry while installing (the plans, the updates in flight), KB
+BUILDER_ENTRY_KB = 0.6
 #: share of MemAvailable a network may take
 USABLE_FRACTION = 0.8
 
@@ -90,7 +95,7 @@ def estimate_memory(
         + switches.processes * switches.process_mb,
         hosts_mb=len(topology.hosts) * (NODE_SHELL_MB + NAMESPACE_MB),
         links_mb=len(topology.links) * VETH_PAIR_MB,
-        builder_mb=BUILDER_MB,
+        builder_mb=BUILDER_MB + entries * BUILDER_ENTRY_KB / 1024,
         available_mb=available_memory_mb() if available_mb is None else available_mb,
     )
 

@@ -332,11 +332,12 @@ class EmbeddedSwitch(P4CardSwitch):
     MODULE = "p4switch.daemon.cli"
     #: one process hosts many cards (``twinnet-switch --cards``; emulation.switch_groups)
     shares_processes = True
-    #: a card in a shared process with its tables (PSS, MB) and a shared process before its cards (MB)
-    estimated_card_mb = 8.0
-    estimated_process_mb = 60.0
-    #: an installed route entry in its card's table (KB)
-    estimated_entry_kb = 1.1
+    #: a card in a shared process before its tables, a shared process before its cards (MB), and an
+    #: installed entry (KB): 3DT 8x8x8, two processes, 2.1M DORT entries: 0.34 GB RSS up, 3.04 GB
+    #: installed (scripts/bench_bringup.py --install measures it)
+    estimated_card_mb = 0.25
+    estimated_process_mb = 50.0
+    estimated_entry_kb = 1.3
 
     @classmethod
     def memory_plan(cls, cards: int, processes: int | None = None, control: str = "unix") -> SwitchMemory:

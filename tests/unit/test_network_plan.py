@@ -127,6 +127,8 @@ def test_build_refuses_a_network_too_large_before_anything_starts(monkeypatch) -
     monkeypatch.setattr(capacity, "available_memory_mb", lambda: 2048.0)
     with pytest.raises(CapacityError, match="128 cards and 128 hosts"):
         check_memory(build_topology("ndt", dims="4x4x4"), SwitchMemory(card_mb=64), "embedded")
+    # the builder alone (BUILDER_MB) is more than a quarter of this: nothing may start
+    monkeypatch.setattr(capacity, "available_memory_mb", lambda: capacity.BUILDER_MB / 4)
     with pytest.raises(CapacityError):
         build_network(build_topology("ndt", dims="4x4x4"), switch_class=EmbeddedSwitch, progress=None)
 
