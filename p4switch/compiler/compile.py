@@ -124,6 +124,8 @@ def fused_or_plain(python_source: str, model: ProgramModel) -> str:
         return python_source
     if model.meters or model.direct_meters:  # meter colours pass through the standard metadata object
         return python_source
+    if model.digests:  # a digest passes through the standard metadata object too
+        return python_source
     table_actions = {
         table.global_name: list(
             dict.fromkeys(

@@ -28,6 +28,7 @@ from p4switch.compiler.codegen.headers import (
 )
 from p4switch.compiler.codegen.parsers import ParserGen
 from p4switch.compiler.codegen.scopes import ScopeGen
+from p4switch.compiler.codegen.digests import DIGEST_RECORD, DigestGen
 from p4switch.compiler.codegen.special_ops import SpecialOpsGen
 from p4switch.compiler.codegen.statements import StatementGen
 from p4switch.compiler.codegen.tables import TableGen
@@ -56,6 +57,7 @@ class CodeGenerator(
     CallGen,
     ExternGen,
     SpecialOpsGen,
+    DigestGen,
     DeparserGen,
     Frontend,
 ):
@@ -191,6 +193,9 @@ class CodeGenerator(
             self.code.add(1, "sm._pl = pk.data[pk.off:]")
         for role, args in (("verify_checksum", "hdr, meta"), ("ingress", "hdr, meta, sm")):
             self._exit_guarded_call(role, args)
+        if self.model.digests:  # simple_switch learns at the end of ingress, dropped packets too
+            record = DIGEST_RECORD
+            self.code.add(1, f"if {record!r} in sm.__dict__: digest_learn(*sm.__dict__.pop({record!r}))")
 
     def _parser_half(self, given_metadata: bool = False) -> None:
         """A driver's body up to the end of the parser: the packet state and the parser's run."""
