@@ -44,7 +44,8 @@ class _Digest:
     buffered: set[tuple] = field(default_factory=set)
     first_ns: int = 0
     next_list_id: int = 1
-    unacked: dict[int, tuple[int, list[tuple]]] = field(default_factory=dict)  # list id -> (deadline, samples)
+    #: list id -> (ack deadline, samples) of the lists sent and not acknowledged
+    unacked: dict[int, tuple[int, list[tuple]]] = field(default_factory=dict)
     outstanding: set[tuple] = field(default_factory=set)  # samples of unacknowledged lists
 
 

@@ -16,8 +16,7 @@ from p4switch.compiler.types import (
 )
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
-UNSUPPORTED_EXTERN_FUNCTIONS = {
-}
+UNSUPPORTED_EXTERN_FUNCTIONS = {}
 SUPPORTED_HASHES = {"crc32", "crc16", "csum16", "identity", "xor16", "random"}
 
 

@@ -26,7 +26,9 @@ class DigestGen:
         if len(args) != 2:
             raise self.fail(node, "digest(receiver, data) takes two arguments")
         if ctx.kind in ("state", "parser") or self.current_role not in ("", "ingress"):
-            raise self.fail(node, "digest is only possible in the ingress control (simple_switch sends it there)")
+            raise self.fail(
+                node, "digest is only possible in the ingress control (simple_switch learns there)"
+            )
         exprs.compile(args[0], expected=BitT(32))  # the receiver: simple_switch ignores it
         data_type = type_arg
         if data_type is None:
@@ -56,7 +58,8 @@ class DigestGen:
         for fname, ftype in type_.fields:
             if isinstance(ftype, BitT | IntT | BoolT) or (isinstance(ftype, EnumT) and ftype.underlying):
                 continue
-            if isinstance(ftype, StructLikeT) and ftype.kind in ("struct", "header") and type_.kind == "struct":
+            nested = isinstance(ftype, StructLikeT) and ftype.kind in ("struct", "header")
+            if nested and type_.kind == "struct":
                 self._digest_layout(ftype, node)
                 continue
             raise self.fail(node, f"digest member {type_.name}.{fname} of type {ftype} is not supported")
@@ -70,7 +73,6 @@ class DigestGen:
             else:
                 leaves.append(f"{src}.f_{fname}")
         return leaves
-
 
 
 def describe(type_: object) -> tuple:

@@ -22,13 +22,13 @@ from p4switch.compiler.codegen.common import (
 from p4switch.compiler.codegen.controls import ControlGen
 from p4switch.compiler.codegen.copies import CopyGen
 from p4switch.compiler.codegen.deparser import DeparserGen
+from p4switch.compiler.codegen.digests import DIGEST_RECORD, DigestGen
 from p4switch.compiler.codegen.externs import ExternGen
 from p4switch.compiler.codegen.headers import (
     HeaderGen,
 )
 from p4switch.compiler.codegen.parsers import ParserGen
 from p4switch.compiler.codegen.scopes import ScopeGen
-from p4switch.compiler.codegen.digests import DIGEST_RECORD, DigestGen
 from p4switch.compiler.codegen.special_ops import SpecialOpsGen
 from p4switch.compiler.codegen.statements import StatementGen
 from p4switch.compiler.codegen.tables import TableGen
