@@ -111,7 +111,9 @@ class DigestEntities:
         elif kind == "header":
             members = self.type_info.headers[spec.header.name].members
             valid = bool(next(values))
-            fields = [_bytestring(int(next(values)), m.type_spec.WhichOneof("type_spec") == "int") for m in members]
+            fields = [
+                _bytestring(int(next(values)), m.type_spec.WhichOneof("type_spec") == "int") for m in members
+            ]
             data.header.is_valid = valid
             if valid:
                 data.header.bitstrings.extend(fields)

@@ -330,8 +330,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     entities = self.slot.entities
                     if not arbitrated or self.arbitration.primary_key() != key:
                         log.warning("digest ack from a stream that is not the primary: ignored")
-                    elif entities is None or entities.digests is None or not entities.digests.ack(
-                        message.digest_ack
+                    elif (
+                        entities is None
+                        or entities.digests is None
+                        or not entities.digests.ack(message.digest_ack)
                     ):
                         log.warning("digest ack for no list waiting for one: ignored")
         except grpc.RpcError:
