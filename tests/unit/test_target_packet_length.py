@@ -11,38 +11,13 @@ from p4switch import compile_program
 from p4switch.stf.runner import run_stf
 from p4switch.stf.script import read_stf
 
-PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<32> ingress_len; bit<32> egress_len; }
-struct H { h_t h; }
-struct M { }
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control V(inout H hdr, inout M m) { apply { } }
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
-    apply {
-        hdr.h.ingress_len = sm.packet_length;
-        sm.packet_length = 3;
-        sm.egress_spec = 1;
-    }
-}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) {
-    apply { hdr.h.egress_len = sm.packet_length; }
-}
-control C(inout H hdr, inout M m) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+PROGRAM_FILE = Path(__file__).resolve().parents[1] / "p4progs" / "packet_length.p4"
 
 
 @pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("length", [8, 64])
 def test_egress_sees_the_length_as_received(tmp_path: Path, fused: bool, length: int) -> None:
-    path = tmp_path / "len.p4"
-    path.write_text(PROGRAM)
-    program = compile_program(str(path), use_disk_cache=False)
+    program = compile_program(str(PROGRAM_FILE), use_disk_cache=False)
     frame = bytes(length)
     field = length.to_bytes(4, "big")
     expected = (field + field + bytes(length - 8)).hex()
