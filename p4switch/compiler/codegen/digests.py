@@ -50,8 +50,8 @@ class DigestGen:
             raise self.fail(args[1], f"two digest types are named {data_type.name}")
         temp = ctx.temp("dg")
         self.gen_assign_to(temp, data_type, args[1], exprs, self.code, indent, ctx, fresh=True)
-        leaves = ", ".join(self._digest_leaves(temp, data_type))
-        self.code.add(indent, f"_sm.{DIGEST_RECORD} = ({data_type.name!r}, ({leaves},))")
+        leaves = "".join(f"{leaf}, " for leaf in self._digest_leaves(temp, data_type))
+        self.code.add(indent, f"_sm.{DIGEST_RECORD} = ({data_type.name!r}, ({leaves}))")
 
     def _digest_layout(self, type_: StructLikeT, node) -> None:
         """Refuse members a digest cannot carry (stacks, unions, varbit, nested structs in headers)."""
