@@ -93,13 +93,8 @@ CARD_TABLES: dict[str, dict[str, Any]] = {
     },
 }
 #: The actions the controller installs, per table (the first action of each table above).
-_CONTROLLER_ACTIONS = {
-    CARD_CONFIG: SET_CARD,
-    HOST_IN: FROM_HOST,
-    ROUTE: SET_ROUTE,
-    VC_QUEUE: SET_QUEUE,
-    HOST_OUT: TO_HOST,
-}
+_CONTROLLER_ACTIONS = {CARD_CONFIG: SET_CARD, HOST_IN: FROM_HOST, ROUTE: SET_ROUTE,
+                       VC_QUEUE: SET_QUEUE, HOST_OUT: TO_HOST}
 #: table -> (match field names in P4Info order, actions the controller uses)
 TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     table: (tuple(name for name, _ in spec["keys"]), (_CONTROLLER_ACTIONS[table],))

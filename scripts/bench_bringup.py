@@ -115,7 +115,9 @@ def install_tables(network) -> dict:
     return {"entries": written, "install_s": seconds, "entries_per_s": written / seconds}
 
 
-def bench(name: str, switch_class, target: str, settle: float, processes: int | None, install: bool) -> dict:
+def bench(
+    name: str, switch_class, target: str, settle: float, processes: int | None, install: bool
+) -> dict:
     topology = NETWORKS[name]()
     before = available_memory_mb()
     started = time.monotonic()

@@ -1,7 +1,7 @@
 """Time to build, describe and serialise large topologies (prints one row per network; no assertions).
 
-.venv/bin/python scripts/bench_topologies.py            # default sizes
-.venv/bin/python scripts/bench_topologies.py --draw     # also time a picture of the smaller ones
+    .venv/bin/python scripts/bench_topologies.py            # default sizes
+    .venv/bin/python scripts/bench_topologies.py --draw     # also time a picture of the smaller ones
 """
 
 from __future__ import annotations
@@ -56,11 +56,8 @@ def main() -> int:
                 draw(topo, Path(folder) / "t.png")
                 draw_s = f"{time.perf_counter() - start:.2f}"
         shown = " ".join(f"{key}={value}" for key, value in params.items())
-        print(
-            f"{family}\t{shown}\t{len(topo.cards)}\t{len(topo.hosts)}\t{len(topo.links)}\t{build_s:.3f}\t"
-            f"{peak:.1f}\t{json_s:.3f}\t{len(text) / 2**20:.1f}\t{draw_s}",
-            flush=True,
-        )
+        print(f"{family}\t{shown}\t{len(topo.cards)}\t{len(topo.hosts)}\t{len(topo.links)}\t{build_s:.3f}\t"
+              f"{peak:.1f}\t{json_s:.3f}\t{len(text) / 2**20:.1f}\t{draw_s}", flush=True)
     return 0
 
 

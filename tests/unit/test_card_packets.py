@@ -183,3 +183,4 @@ def test_readme_documents_every_table_action_and_counter() -> None:
             assert field in readme, field
     for counter in packets.CARD_COUNTERS:
         assert f"`{counter}`" in readme, counter
+

@@ -22,15 +22,8 @@ def test_json_reproduces_the_binary_4_tree(capsys) -> None:
     assert counts == (4, 32, 48, 4192)
     assert report["parameters"]["a"] == 10 and report["parameters"]["b"] == 100
     assert report["optimum"]["smoothed"] == pytest.approx(18.42, abs=0.006)
-    for field in (
-        "levels",
-        "switches",
-        "chips",
-        "inter_switch_links",
-        "internal_links",
-        "crosspoints",
-        "total_cost",
-    ):
+    for field in ("levels", "switches", "chips", "inter_switch_links", "internal_links", "crosspoints",
+                  "total_cost"):
         assert field in report["units"]
     assert any("twin" in line for line in report["assumptions"])
 

@@ -34,9 +34,8 @@ from topologies.cost import (
 # -- integer levels where floating-point logarithms fail -------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("radix", "nodes", "expected"), [(10, 125, 3), (12, 216, 3), (50, 15625, 3), (72, 46656, 3)]
-)
+@pytest.mark.parametrize(("radix", "nodes", "expected"), [(10, 125, 3), (12, 216, 3), (50, 15625, 3),
+                                                         (72, 46656, 3)])
 def test_levels_of_the_spec_float_pitfalls(radix: int, nodes: int, expected: int) -> None:
     k = radix // 2
     assert math.ceil(math.log(nodes) / math.log(k)) == expected + 1  # the pitfall is real here
@@ -81,16 +80,8 @@ def test_exact_cost_examples(radix, nodes, a, b, counts, cost) -> None:
 
 
 def test_cost_row_for_1024_nodes() -> None:
-    expected = {
-        4: 686_080,
-        8: 250_880,
-        12: 197_616,
-        16: 212_992,
-        20: 236_720,
-        24: 194_888,
-        32: 236_288,
-        64: 278_784,
-    }
+    expected = {4: 686_080, 8: 250_880, 12: 197_616, 16: 212_992, 20: 236_720, 24: 194_888, 32: 236_288,
+                64: 278_784}
     assert {r: tree_cost(r, 1024, 10, 100) for r in expected} == expected
 
 
@@ -99,9 +90,8 @@ def test_single_switch_at_radix_2n() -> None:
     assert tree_cost(32, 16, 10, 100) == 32 * 32 + 100
 
 
-@pytest.mark.parametrize(
-    ("radix", "nodes", "expected"), [(4, 8, (2, 6, 8)), (4, 32, (4, 56, 96)), (8, 128, (3, 80, 256))]
-)
+@pytest.mark.parametrize(("radix", "nodes", "expected"), [(4, 8, (2, 6, 8)), (4, 32, (4, 56, 96)),
+                                                          (8, 128, (3, 80, 256))])
 def test_double_sized_counts(radix, nodes, expected) -> None:
     assert levels_double(radix, nodes) == expected[0]
     assert switches_double(radix, nodes) == expected[1]
@@ -151,10 +141,8 @@ def test_smoothed_cost_is_exact_at_powers_and_underestimates_elsewhere() -> None
     assert error == pytest.approx(0.75, abs=0.002)
 
 
-@pytest.mark.parametrize(
-    ("nodes", "radix", "cost"),
-    [(256, 14, 37_976), (1024, 22, 185_168), (4096, 16, 851_968), (65536, 20, 19_006_440)],
-)
+@pytest.mark.parametrize(("nodes", "radix", "cost"), [(256, 14, 37_976), (1024, 22, 185_168),
+                                                      (4096, 16, 851_968), (65536, 20, 19_006_440)])
 def test_discrete_optimum_see_saw(nodes: int, radix: int, cost: int) -> None:
     best = discrete_optimum(nodes, 10, 100)
     assert (best.design.radix, best.total_cost) == (radix, cost)
@@ -203,9 +191,8 @@ def test_too_few_or_non_integer_nodes(nodes) -> None:
         levels(4, nodes)
 
 
-@pytest.mark.parametrize(
-    ("radix", "message"), [(2, "range 4..32"), (34, "range 4..32"), (7, "odd"), (8.0, "integer")]
-)
+@pytest.mark.parametrize(("radix", "message"), [(2, "range 4..32"), (34, "range 4..32"), (7, "odd"),
+                                                (8.0, "integer")])
 def test_radix_outside_the_model(radix, message) -> None:
     with pytest.raises(CostModelError, match=message):
         check_radix(radix, 16)
@@ -230,15 +217,8 @@ def test_bad_costs(value) -> None:
 def test_sweeps() -> None:
     assert parse_sweep("4:10", 8) == [4, 6, 8, 10]
     assert parse_sweep("4:16:4", 8) == [4, 8, 12, 16]
-    for text, message in [
-        ("4:64", "beyond"),
-        ("2:8", "beyond"),
-        ("5:9", "even"),
-        ("4:8:3", "even"),
-        ("8:4", "empty"),
-        ("4", "START:STOP"),
-        ("a:b", "integers"),
-    ]:
+    for text, message in [("4:64", "beyond"), ("2:8", "beyond"), ("5:9", "even"), ("4:8:3", "even"),
+                          ("8:4", "empty"), ("4", "START:STOP"), ("a:b", "integers")]:
         with pytest.raises(CostModelError, match=message):
             parse_sweep(text, 16)
     with pytest.raises(CostModelError, match="more than"):

@@ -71,16 +71,9 @@ def test_default_internal_links_follow_the_topology_rule() -> None:
     assert [default_internal_links(r) for r in (4, 8, 16, 32, 56)] == [1, 1, 2, 4, 7]
 
 
-@pytest.mark.parametrize(
-    ("radix", "r", "message"),
-    [
-        (8, 4, "1 <= r < 4"),
-        (8, 0, "1 <= r < 4"),
-        (10, 5, "1 <= r < 5"),
-        (7, 1, "even radix"),
-        (2, 1, "even radix"),
-    ],
-)
+@pytest.mark.parametrize(("radix", "r", "message"), [(8, 4, "1 <= r < 4"), (8, 0, "1 <= r < 4"),
+                                                     (10, 5, "1 <= r < 5"), (7, 1, "even radix"),
+                                                     (2, 1, "even radix")])
 def test_bad_twins(radix: int, r: int, message: str) -> None:
     with pytest.raises(CostModelError, match=message):
         twin_switch(radix, r)

@@ -126,11 +126,7 @@ def evaluate(tmp_path: Path, env: dict[str, str] | None = None) -> subprocess.Co
     recorder.write_text(RECORDER_RB)
     return subprocess.run(
         [ruby, str(recorder), str(VAGRANTFILE)],
-        capture_output=True,
-        text=True,
-        env=clean_env(env),
-        cwd=tmp_path,
-        timeout=60,
+        capture_output=True, text=True, env=clean_env(env), cwd=tmp_path, timeout=60,
     )
 
 
@@ -144,15 +140,13 @@ def settings(tmp_path: Path, env: dict[str, str] | None = None) -> dict[str, Any
 def vagrant_validate(tmp_path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``vagrant validate`` on the Vagrantfile, keeping Vagrant's state out of the tree."""
     vagrant = require_tool("vagrant")
-    full_env = clean_env(
-        {
-            "VAGRANT_CWD": str(REPO),
-            "VAGRANT_HOME": str(tmp_path / "vagrant-home"),
-            "VAGRANT_DOTFILE_PATH": str(tmp_path / "dot-vagrant"),
-            "VAGRANT_CHECKPOINT_DISABLE": "1",
-            "VAGRANT_DEFAULT_PROVIDER": "libvirt",
-        }
-    )
+    full_env = clean_env({
+        "VAGRANT_CWD": str(REPO),
+        "VAGRANT_HOME": str(tmp_path / "vagrant-home"),
+        "VAGRANT_DOTFILE_PATH": str(tmp_path / "dot-vagrant"),
+        "VAGRANT_CHECKPOINT_DISABLE": "1",
+        "VAGRANT_DEFAULT_PROVIDER": "libvirt",
+    })
     full_env.update(env or {})
     return subprocess.run(
         [vagrant, "validate"], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=120
@@ -181,31 +175,19 @@ def test_defaults_ubuntu_2204_two_cpus_4_gib(tmp_path: Path) -> None:
 
 def test_environment_overrides_cpus_memory_box(tmp_path: Path) -> None:
     """TWINNET_VM_CPUS, TWINNET_VM_MEMORY and TWINNET_VM_BOX reach every provider."""
-    record = settings(
-        tmp_path,
-        {
-            "TWINNET_VM_CPUS": "6",
-            "TWINNET_VM_MEMORY": "12288",
-            "TWINNET_VM_BOX": "generic/ubuntu2204",
-        },
-    )
+    record = settings(tmp_path, {
+        "TWINNET_VM_CPUS": "6", "TWINNET_VM_MEMORY": "12288", "TWINNET_VM_BOX": "generic/ubuntu2204",
+    })
     assert record["box"] == "generic/ubuntu2204"
     for name in ("virtualbox", "libvirt", "parallels"):
         assert (record["providers"][name]["cpus"], record["providers"][name]["memory"]) == (6, 12288)
     assert record["providers"]["vmware_desktop"]["vmx"] == {"numvcpus": "6", "memsize": "12288"}
 
 
-@pytest.mark.parametrize(
-    ("name", "value"),
-    [
-        ("TWINNET_VM_CPUS", "lots"),
-        ("TWINNET_VM_CPUS", "0"),
-        ("TWINNET_VM_CPUS", "-2"),
-        ("TWINNET_VM_MEMORY", "4G"),
-        ("TWINNET_VM_MEMORY", "512"),
-        ("TWINNET_P4LANG_REPO", "home:nobody"),
-    ],
-)
+@pytest.mark.parametrize(("name", "value"), [
+    ("TWINNET_VM_CPUS", "lots"), ("TWINNET_VM_CPUS", "0"), ("TWINNET_VM_CPUS", "-2"),
+    ("TWINNET_VM_MEMORY", "4G"), ("TWINNET_VM_MEMORY", "512"), ("TWINNET_P4LANG_REPO", "home:nobody"),
+])
 def test_bad_settings_stop_with_the_variable_named(tmp_path: Path, name: str, value: str) -> None:
     """A value that is not usable stops the Vagrantfile with a message naming the variable."""
     result = evaluate(tmp_path, {name: value})
@@ -244,10 +226,7 @@ def test_box_release_matches_the_provisioning_script(tmp_path: Path) -> None:
     box = settings(tmp_path)["box"]
     result = subprocess.run(
         ["bash", str(REPO / "scripts" / "provision-vm.sh"), "--dry-run"],
-        capture_output=True,
-        text=True,
-        env=clean_env(),
-        timeout=60,
+        capture_output=True, text=True, env=clean_env(), timeout=60,
     )
     release = next(line for line in result.stdout.splitlines() if line.startswith("release: "))
     version = release.split()[2]
