@@ -3,7 +3,8 @@
 As the P4Runtime specification says of them: an unknown ``digest_id`` is NOT_FOUND; INSERT
 of a configured digest is ALREADY_EXISTS; MODIFY or DELETE of one that is not configured is
 NOT_FOUND; INSERT and MODIFY need a ``config`` (INVALID_ARGUMENT without one or with a
-negative value). A read with ``digest_id`` 0 gives every configured digest. Lists go to the
+negative value). A read with ``digest_id`` 0 gives every configured digest; of one that is
+not configured, NOT_FOUND (as PI, which simple_switch_grpc runs). Lists go to the
 primary controller's StreamChannel; each sample is a P4Data built from the P4Info's
 ``type_info`` (a struct's members in order, a header with its validity).
 """
@@ -71,6 +72,8 @@ class DigestEntities:
         for digest_id in ids:
             config = self.engine.config(self._name(digest_id))
             if config is None:
+                if request.digest_id:  # as PI answers for one digest that is not configured
+                    raise P4RuntimeError(code_pb2.NOT_FOUND, f"digest {digest_id} is not configured")
                 continue
             entity = p4runtime_pb2.Entity()
             entity.digest_entry.digest_id = digest_id

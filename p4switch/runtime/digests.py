@@ -6,7 +6,9 @@ buffered or ``max_timeout_ns`` has passed since the first of them (a list per sa
 the timeout is 0 or the size 1; size 0 is no limit). Once sent, data equal to a sample of
 a list not yet acknowledged is dropped (also data equal to one already buffered): the
 sample is released by the list's DigestListAck or, without one, ``ack_timeout_ns`` after
-the list was sent. A list with no primary controller to take it is dropped unsent.
+the list was sent; with ``ack_timeout_ns`` 0 nothing is deduplicated (PI, which
+simple_switch_grpc runs, keeps no cache then). A list with no primary controller to take it
+is dropped unsent.
 
 Samples are tuples of the digest's flattened values (p4switch.compiler.codegen.digests).
 ``learn`` runs on the data plane; ``configure``, ``ack`` and the timer on other threads:
@@ -72,7 +74,8 @@ class DigestEngine:
         if digest is None:
             return
         with self._lock:
-            if sample in digest.buffered or sample in digest.outstanding:
+            deduplicate = digest.config.ack_timeout_ns > 0  # as PI (simple_switch_grpc): 0 keeps no cache
+            if deduplicate and (sample in digest.buffered or sample in digest.outstanding):
                 self.suppressed += 1
                 return
             if not digest.buffer:

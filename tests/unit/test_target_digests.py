@@ -28,6 +28,7 @@ from p4switch.daemon.ports import Port
 from p4switch.daemon.program import PipelineSlot
 from p4switch.errors import P4CompileError
 from p4switch.p4runtime.client import P4RuntimeClient, WriteFailure
+from p4switch.p4runtime.info import P4RuntimeError
 from p4switch.p4runtime.server import P4RuntimeService, start_p4runtime_server
 from p4switch.runtime.digests import DigestConfig
 
@@ -139,7 +140,7 @@ def test_lists_are_cut_by_size_and_by_timeout(program) -> None:
 
 def test_unacknowledged_data_is_not_sent_again_until_acked_or_timed_out(program) -> None:
     """Data equal to a sample of a list not yet acknowledged (or already buffered) is dropped; the
-    ack releases it, and so does ack_timeout_ns without one."""
+    ack releases it, and so does ack_timeout_ns without one; ack_timeout_ns 0 drops nothing."""
     clock = Clock()
     pipeline, sent = pipeline_with_sink(program, clock)
     digests = pipeline.digests
@@ -158,12 +159,19 @@ def test_unacknowledged_data_is_not_sent_again_until_acked_or_timed_out(program)
     digests.poll()
     pipeline.process(b, 1)
     assert sent[3:] == [("learn_t", 4, [learn_sample(b, 1)])]
-    digests.configure("learn_t", DigestConfig(SECOND, 10, 0))
+    digests.configure("learn_t", DigestConfig(SECOND, 10, SECOND))
     pipeline.process(a, 1)
     pipeline.process(a, 1)  # equal to buffered data
     clock.now += SECOND
     digests.poll()
     assert sent[4:] == [("learn_t", 5, [learn_sample(a, 1)])]
+    digests.ack("learn_t", 5)
+    digests.configure("learn_t", DigestConfig(SECOND, 10, 0))  # ack_timeout_ns 0: no deduplication
+    pipeline.process(a, 1)
+    pipeline.process(a, 1)
+    clock.now += SECOND
+    digests.poll()
+    assert sent[5:] == [("learn_t", 6, [learn_sample(a, 1)] * 2)]
 
 
 @pytest.mark.parametrize("fused", [False, True])
@@ -255,7 +263,8 @@ def digest_ids(program) -> dict[str, int]:
 
 def test_digest_entry_writes_have_the_specs_codes(program) -> None:
     """Unknown id: NOT_FOUND; INSERT twice: ALREADY_EXISTS; MODIFY or DELETE of an unconfigured
-    digest: NOT_FOUND; no config or a negative value: INVALID_ARGUMENT; undo restores."""
+    digest: NOT_FOUND; no config or a negative value: INVALID_ARGUMENT; undo restores; a read of
+    one digest that is not configured: NOT_FOUND."""
     entities = entities_of(program)
     learn = digest_ids(program)["learn_t"]
     unknown = max(digest_ids(program).values()) + 1
@@ -274,6 +283,11 @@ def test_digest_entry_writes_have_the_specs_codes(program) -> None:
     assert entities.pipeline.digests.config("learn_t") is None
     undo()
     assert entities.pipeline.digests.config("learn_t") == DigestConfig(5, 2, 7)
+    request = p4runtime_pb2.Entity()
+    request.digest_entry.digest_id = digest_ids(program)["seen_t"]  # not configured: NOT_FOUND, as PI
+    with pytest.raises(P4RuntimeError) as error:
+        list(entities.read(request))
+    assert error.value.code == code_pb2.NOT_FOUND
 
 
 def next_digest(client: P4RuntimeClient, timeout: float = 5.0) -> p4runtime_pb2.DigestList:
