@@ -59,6 +59,7 @@ class DigestEngine:
         self.sink: Sink | None = None
         self.clock = clock
         self._digests: dict[str, _Digest] = {}
+        self._next_list_ids: dict[str, int] = {}  # of deleted digests: list ids go on, as in PI
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._timer: threading.Thread | None = None
@@ -100,11 +101,13 @@ class DigestEngine:
             raise EntryError(f"digest {name}: negative values in {config}")
         with self._lock:
             if config is None:
-                self._digests.pop(name, None)
+                digest = self._digests.pop(name, None)
+                if digest is not None:
+                    self._next_list_ids[name] = digest.next_list_id
                 return
             digest = self._digests.get(name)
             if digest is None:
-                self._digests[name] = _Digest(config)
+                self._digests[name] = _Digest(config, next_list_id=self._next_list_ids.pop(name, 1))
             else:
                 digest.config = config
             self._start_timer()

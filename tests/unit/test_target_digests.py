@@ -172,6 +172,10 @@ def test_unacknowledged_data_is_not_sent_again_until_acked_or_timed_out(program)
     clock.now += SECOND
     digests.poll()
     assert sent[5:] == [("learn_t", 6, [learn_sample(a, 1)] * 2)]
+    digests.configure("learn_t", None)  # deleted and inserted again: list ids go on (as PI)
+    digests.configure("learn_t", DigestConfig(0, 1, 0))
+    pipeline.process(b, 1)
+    assert sent[6:] == [("learn_t", 7, [learn_sample(b, 1)])]
 
 
 @pytest.mark.parametrize("fused", [False, True])
