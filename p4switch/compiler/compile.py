@@ -57,8 +57,9 @@ class CompiledProgram:
 def _target_version() -> str:
     """Hash of the target's own sources, so a changed compiler never reuses stale cache files."""
     digest = hashlib.sha256(sys.version.encode())
-    for path in sorted(_PACKAGE_DIR.glob("*.py")) + sorted(_PACKAGE_DIR.glob("*.lark")):
-        digest.update(path.name.encode())
+    # every module of the compiler, its subpackages (codegen/, fusion/) included
+    for path in sorted(_PACKAGE_DIR.rglob("*.py")) + sorted(_PACKAGE_DIR.glob("*.lark")):
+        digest.update(str(path.relative_to(_PACKAGE_DIR)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -123,6 +124,8 @@ def fused_or_plain(python_source: str, model: ProgramModel) -> str:
     if model.uses_special_ops:  # run_fused only hands every packet to the traffic manager
         return python_source
     if model.meters or model.direct_meters:  # meter colours pass through the standard metadata object
+        return python_source
+    if model.digests:  # a digest passes through the standard metadata object too
         return python_source
     table_actions = {
         table.global_name: list(

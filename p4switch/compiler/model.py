@@ -98,6 +98,14 @@ class RegisterSpec:
 
 
 @dataclass
+class DigestSpec:
+    """A digest: named after its data type (a struct or header), as p4c names it in P4Info."""
+
+    name: str
+    type: tuple  # p4switch.compiler.codegen.digests.describe of the type
+
+
+@dataclass
 class ProgramModel:
     """Everything the control plane sees of a program, and the generated entry points of its blocks."""
 
@@ -117,4 +125,5 @@ class ProgramModel:
     direct_actions: list[str] = field(default_factory=list)  # called by a control body (in P4Info)
     uses_externs: bool = False  # an extern is used (P4Info has type_info)
     uses_special_ops: bool = False  # clone, resubmit, recirculate or truncate is called
+    digests: dict[str, DigestSpec] = field(default_factory=dict)  # digest(...) calls, by type name
     field_lists: dict[int, list[str]] = field(default_factory=dict)  # @field_list index -> metadata paths

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from p4.config.v1 import p4info_pb2
+from p4.config.v1 import p4info_pb2, p4types_pb2
 
 from p4switch.compiler.model import ProgramModel
 
@@ -90,6 +90,36 @@ def _preamble(preamble, ident: int, name: str, alias: str, annotations: dict) ->
             preamble.annotations.append(f"@{key}({rendered})")
         else:
             preamble.annotations.append(f"@{key}")
+
+
+def _data_type_spec(spec, description: tuple, type_info) -> None:
+    """Fill a P4DataTypeSpec from a digest type description (p4switch.compiler.codegen.digests),
+    adding the structs and headers it names to ``type_info``, as p4c does."""
+    kind = description[0]
+    if kind == "bool":
+        spec.bool.SetInParent()
+    elif kind in ("bit", "int"):
+        getattr(spec.bitstring, kind).bitwidth = description[1]
+    elif kind == "header":
+        _, name, fields = description
+        spec.header.name = name
+        if name not in type_info.headers:
+            header = type_info.headers[name]
+            for fname, field in fields:
+                member = header.members.add()
+                member.name = fname
+                width = 1 if field[0] == "bool" else field[1]
+                getattr(member.type_spec, "int" if field[0] == "int" else "bit").bitwidth = width
+    else:
+        _, name, fields = description
+        spec.struct.name = name
+        if name not in type_info.structs:
+            struct = p4types_pb2.P4StructTypeSpec()
+            for fname, field in fields:
+                member = struct.members.add()
+                member.name = fname
+                _data_type_spec(member.type_spec, field, type_info)
+            type_info.structs[name].CopyFrom(struct)
 
 
 def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
@@ -198,6 +228,11 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
         else:
             message.type_spec.bitstring.bit.bitwidth = spec.width
         message.size = spec.size
+    digest_alias = aliases(list(model.digests))
+    for name, spec in model.digests.items():
+        message = info.digests.add()
+        _preamble(message.preamble, ids.assign(prefix.DIGEST, name), name, digest_alias[name], {})
+        _data_type_spec(message.type_spec, spec.type, info.type_info)
     if tables or model.uses_externs:
         info.type_info.SetInParent()  # as p4c writes it: present (empty) once a table or extern is seen
     if any(key.p4info_width == 0 for table in tables for key in table.keys):  # an error-typed key

@@ -146,21 +146,31 @@ class PipelineSlot:
         self.pipeline: Any = None
         self.entities: PipelineEntities | None = None
         self.generation = 0
+        #: sends a message to the primary controller's StreamChannel (digest lists); set by P4Runtime
+        self.stream_send: Callable[[Any], bool] | None = None
 
     def commit(self, config: LoadedConfig) -> None:
         """Run ``config`` on a fresh pipeline (empty tables, zero counters)."""
         try:
             pipeline = config.program.new_pipeline()
-            entities = PipelineEntities(pipeline, config.index)
+            entities = PipelineEntities(pipeline, config.index, self._send)
         except Exception as error:  # a language-core failure, not the controller's
             raise P4RuntimeError(
                 code_pb2.INTERNAL, f"cannot start the pipeline: {type(error).__name__}: {error}"
             ) from error
         with self.lock:
+            old = getattr(self.pipeline, "digests", None)
+            if old is not None:
+                old.close()  # its timer stops; nothing more is sent for the replaced pipeline
             self.config = config
             self.pipeline = pipeline
             self.entities = entities
             self.generation += 1
+
+    def _send(self, message: Any) -> bool:
+        """A message to the primary controller's stream; False when there is none."""
+        send = self.stream_send
+        return send is not None and send(message)
 
     @contextmanager
     def control(self) -> Iterator[None]:

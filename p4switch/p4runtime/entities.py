@@ -16,6 +16,7 @@ from typing import Any
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
+from p4switch.p4runtime.digests import DigestEntities, Send
 from p4switch.p4runtime.info import (
     DEFAULT_ONLY,
     EXACT,
@@ -54,9 +55,15 @@ def core_error(error: Exception) -> P4RuntimeError:
 class PipelineEntities:
     """P4Runtime Write and Read of table entries, counters and registers on one pipeline."""
 
-    def __init__(self, pipeline: Any, index: P4InfoIndex) -> None:
+    def __init__(self, pipeline: Any, index: P4InfoIndex, send: Send | None = None) -> None:
         self.pipeline = pipeline
         self.index = index
+        #: DigestEntry, and the lists sent with ``send`` (the primary's StreamChannel)
+        self.digests = (
+            DigestEntities(pipeline, index.p4info, send or (lambda message: False))
+            if hasattr(pipeline, "digests")
+            else None
+        )
         pre = getattr(pipeline, "pre", None)  # the language core's replication engine
         self.replication = ReplicationEntities(pre) if pre is not None else None
         self.meters = MeterEntities(pipeline, index)
@@ -83,6 +90,8 @@ class PipelineEntities:
             return self.meters.write(update.type, update.entity.meter_entry)
         if which == "direct_meter_entry":
             return self._write_direct_meter(update.type, update.entity.direct_meter_entry)
+        if which == "digest_entry" and self.digests is not None:
+            return self.digests.write(update.type, update.entity.digest_entry)
         if which is None:
             raise invalid("update carries no entity")
         raise P4RuntimeError(code_pb2.UNIMPLEMENTED, f"writing {which} is not supported by this target")
@@ -349,6 +358,8 @@ class PipelineEntities:
             yield from self.replication.read(entity.packet_replication_engine_entry)
         elif which == "meter_entry":
             yield from self.meters.read(entity.meter_entry)
+        elif which == "digest_entry" and self.digests is not None:
+            yield from self.digests.read(entity.digest_entry)
         elif which == "direct_meter_entry":
             request = entity.direct_meter_entry.table_entry
             for table_entity in self._read_table_entries(request, metered_only=True):

@@ -83,6 +83,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._config_lock = threading.Lock()
         self.stopping = threading.Event()
         self._outboxes: dict[int, queue.SimpleQueue] = {}
+        slot.stream_send = self.arbitration.notify_primary  # digest lists go to the primary
 
     def stop(self) -> None:
         """The switch is stopping: a running Write batch ends at its next slice (the rest UNAVAILABLE)."""
@@ -330,6 +331,16 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         log.warning("packet-out ignored: the switch has no CPU port")
                     else:
                         self.packet_out(message.packet)
+                elif kind == "digest_ack":
+                    entities = self.slot.entities
+                    if not arbitrated or self.arbitration.primary_key() != key:
+                        log.warning("digest ack from a stream that is not the primary: ignored")
+                    elif (
+                        entities is None
+                        or entities.digests is None
+                        or not entities.digests.ack(message.digest_ack)
+                    ):
+                        log.warning("digest ack for no list waiting for one: ignored")
         except grpc.RpcError:
             pass
         except Exception:  # a broken stream must not take the server down

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from p4switch.errors import EntryError, PacketError
 from p4switch.runtime import support as runtime
+from p4switch.runtime.digests import DigestEngine
 from p4switch.runtime.meters import Meter
 from p4switch.runtime.replication import ReplicationEngine
 from p4switch.runtime.support import Counter, ExitPipeline, PacketIn, ParserError, Register
@@ -172,6 +173,9 @@ class Pipeline:
             register = Register(name, spec.size, spec.width, spec.signed)
             self.registers[name] = register
             ns[spec.global_name] = register
+        #: digest() data for the control plane (P4Runtime DigestEntry, DigestList)
+        self.digests = DigestEngine(list(model.digests))
+        ns["digest_learn"] = self.digests.learn
         self._run_ingress = ns["run_ingress"]
         self._run_egress = ns["run_egress"]
         self._run_fused = ns["run_fused"]

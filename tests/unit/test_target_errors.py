@@ -57,12 +57,7 @@ CASES = [
     # (where, snippet, construct that must be pointed at, words of the message)
     ("decls", "header_union u_t { bit<8> a; }", "bit<8> a", "header_union member a must be a header"),
     ("decls", "header v_t { varbit<32> opts; bit<8> x; }", "varbit<32> opts", "a header's last field"),
-    (
-        "body",
-        "digest(1, hdr.h.x);",
-        "digest",
-        "digest() (sending data to the control plane) is not supported",
-    ),
+    ("body", "digest(1, hdr.h.x);", "hdr.h.x);", "digest data must be a struct or header, not bit<8>"),
     ("body", "clone3(CloneType.I2E, 5, {hdr.h.x});", "{hdr.h.x}", "clone3 with a non-empty data argument"),
     ("body", "resubmit(meta);", "meta);", "call resubmit_preserving_field_list"),
     ("locals", "action_profile(32w16) ap;", "action_profile", "extern action_profile is not supported"),

@@ -26,7 +26,16 @@ P4INFO_FOLDER = CONFORMANCE / "p4c-p4info"
 STF_FILES = sorted(STF_FOLDER.glob("*.stf")) if STF_FOLDER.is_dir() else []
 P4INFO_FILES = sorted(P4INFO_FOLDER.glob("*.p4info.txtpb")) if P4INFO_FOLDER.is_dir() else []
 ABSENT = f"the conformance corpus is not at {CONFORMANCE}"
-REPEATED = ("tables", "actions", "counters", "direct_counters", "meters", "direct_meters", "registers")
+REPEATED = (
+    "tables",
+    "actions",
+    "counters",
+    "direct_counters",
+    "meters",
+    "direct_meters",
+    "registers",
+    "digests",
+)
 
 
 def is_psa(program: Path) -> bool:

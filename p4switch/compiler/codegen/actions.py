@@ -79,6 +79,10 @@ class ActionGen:
         self.code.add(0, f"def {fn}({', '.join([*py_params, 'L'])}):")
         if control_scope is not None:
             self.prologue(params, 1)
+        for pname, direction, ptype in aparams:  # entries give int<W> parameters as unsigned W bits
+            if direction is None and isinstance(ptype, IntT):
+                top, full = 1 << (ptype.width - 1), 1 << ptype.width
+                self.code.add(1, f"if a_{pname} >= {top}: a_{pname} -= {full}")
         ctx = BlockContext(scope, "action", self.control_prefix)
         before = len(self.code.lines)
         outs = scalar_outs(aparams)

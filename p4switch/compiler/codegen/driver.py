@@ -22,6 +22,7 @@ from p4switch.compiler.codegen.common import (
 from p4switch.compiler.codegen.controls import ControlGen
 from p4switch.compiler.codegen.copies import CopyGen
 from p4switch.compiler.codegen.deparser import DeparserGen
+from p4switch.compiler.codegen.digests import DIGEST_RECORD, DigestGen
 from p4switch.compiler.codegen.externs import ExternGen
 from p4switch.compiler.codegen.headers import (
     HeaderGen,
@@ -56,6 +57,7 @@ class CodeGenerator(
     CallGen,
     ExternGen,
     SpecialOpsGen,
+    DigestGen,
     DeparserGen,
     Frontend,
 ):
@@ -83,6 +85,7 @@ class CodeGenerator(
         self.global_scope = Scope({}, None)  # extern instances declared at top level
         self.current_params: list = []
         self.current_role = ""
+        self._packet_length_written: bool | None = None
 
     def generate(self, tree: Tree) -> tuple[str, ProgramModel]:
         """Python module source and model of a parsed program."""
@@ -191,6 +194,20 @@ class CodeGenerator(
             self.code.add(1, "sm._pl = pk.data[pk.off:]")
         for role, args in (("verify_checksum", "hdr, meta"), ("ingress", "hdr, meta, sm")):
             self._exit_guarded_call(role, args)
+        if self._writes_packet_length():  # simple_switch's egress reloads it from the packet's register
+            self.code.add(1, "sm.f_packet_length = len(packet)")
+        if self.model.digests:  # simple_switch learns at the end of ingress, dropped packets too
+            record = DIGEST_RECORD
+            self.code.add(1, f"if {record!r} in sm.__dict__: digest_learn(*sm.__dict__.pop({record!r}))")
+
+    def _writes_packet_length(self) -> bool:
+        """Whether a block of the program assigns standard_metadata.packet_length (before the drivers)."""
+        if self._packet_length_written is None:
+            driver = "def run_"  # the first driver
+            lines = self.code.lines
+            end = next((n for n, line in enumerate(lines) if line.startswith(driver)), len(lines))
+            self._packet_length_written = any(".f_packet_length =" in line for line in lines[:end])
+        return self._packet_length_written
 
     def _parser_half(self, given_metadata: bool = False) -> None:
         """A driver's body up to the end of the parser: the packet state and the parser's run."""

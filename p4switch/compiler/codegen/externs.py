@@ -150,6 +150,9 @@ class ExternGen:
         if name in SPECIAL_OPS:
             self._special_op_call(name, args, node, exprs, indent)
             return
+        if name == "digest":
+            self._digest_call(args, node, exprs, ctx, indent)
+            return
         if name in UNSUPPORTED_EXTERN_FUNCTIONS:
             raise self.fail(
                 node, f"{UNSUPPORTED_EXTERN_FUNCTIONS[name]} is not supported by the embedded target"

@@ -356,6 +356,11 @@ class StatementGen:
         types = [self.resolve_type(t) for t in type_args.children if t is not None]
         args = [a for a in (args_node.children if args_node is not None else []) if a is not None]
         callee = ExpressionCompiler(self, ctx.scope, for_write=True).compile(callee_node)
+        if callee.kind == "extern_function" and callee.info == "digest":
+            if len(types) != 1:
+                raise self.fail(node, "digest<T>(receiver, data) takes one type argument")
+            self._digest_call(args, node, ExpressionCompiler(self, ctx.scope), ctx, indent, types[0])
+            return
         is_extract = callee.kind == "method" and callee.info[1] == "extract"
         if not (is_extract and callee.info[0].kind == "packet_in"):
             raise self.fail(node, "explicit type arguments are supported on packet.extract<H>(...) only")
