@@ -49,6 +49,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"{routing_help()}; default: the first safe one that fits the topology",
     )
     group.add_argument(
+        "--selection",
+        default="3-priority",
+        help="adaptive routing's selection function: round-robin, no-internal, 2-priority, "
+        "3-priority (default)",
+    )
+    group.add_argument(
+        "--escape",
+        help="adaptive routing's escape routing (default dort on an nDT, dor on a torus; "
+        "dort-merged-vcs and dor-no-dateline are unsafe on purpose)",
+    )
+    group.add_argument(
         "--traffic",
         help="traffic pattern for loads and the throughput bound: uniform, "
         "all-to-all, bit-reversal, bit-complement, transpose, perfect-shuffle, "
@@ -82,6 +93,10 @@ def main(args: argparse.Namespace) -> int:
 
     topology = topology_from_args(args)  # refuses, before building, a topology too large to hold
     routing = args.routing or (algorithms_for(topology.family) or ["destro"])[0]
+    if routing.strip().lower() == "adaptive":
+        from controller.analysis.adaptive_report import run_adaptive
+
+        return run_adaptive(topology, args)
     # No bound on table entries here: the analysis streams blocks of destinations and never
     # holds all tables; its memory estimate (controller.analysis.memory) refuses what won't fit.
     spec = routing_spec(topology, routing)

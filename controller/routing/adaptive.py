@@ -278,9 +278,8 @@ def adaptive_tables(
         "Algorithm 1: only ports of the current card; the internal link adaptive only when the escape "
         "output is the internal link",
         "a packet that took an escape VC keeps to escape VCs (escaped = 1) to the end",
-        "VC plan (queue = VC): " + "; ".join(
-            f"{kind}: escape {p['escape']}, adaptive {p['adaptive']}" for kind, p in plan.items()
-        ),
+        "VC plan (queue = VC): "
+        + "; ".join(f"{kind}: escape {p['escape']}, adaptive {p['adaptive']}" for kind, p in plan.items()),
     ]
     return AdaptiveTables(
         escape_algorithm=spec.algorithm,

@@ -76,8 +76,10 @@ def check_against_reference(topology, dims, held, twin=True):
     model = adaptive_tables(topology)
     net = model.network
     twins = {name: t for t in topology.twins.values() for name in t.cards}
-    pe_place = {h.pe: (tuple(twins[h.card].coords), int(net.side[net.card_id_of_name[h.card]])) for h in
-                topology.hosts}
+    pe_place = {
+        h.pe: (tuple(twins[h.card].coords), int(net.side[net.card_id_of_name[h.card]]))
+        for h in topology.hosts
+    }
     seen = 0
     for entry in model.entries():
         name = net.card_names[entry.card_id]
