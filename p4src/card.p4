@@ -55,6 +55,13 @@ const bit<32> TW_HOST_BASE = 0x0A000001;
 #define TW_PORTS        512
 #define TW_VCS_PER_PORT 16
 
+/* Adaptive routing: candidate slots per route entry, and the level that
+ * leaves a port class out of the selection. */
+#define TW_SLOTS        8
+#define TW_LEVEL_NEVER  3
+/* Rank of a slot that cannot be selected (empty, never, or full). */
+#define TW_RANK_NONE    15
+
 /* ------------------------------------------------------------------ headers */
 
 header ethernet_t {
@@ -71,7 +78,8 @@ header twinnet_t {
     bit<4>  vc;           /* VC the packet travels on, written by every card */
     bit<8>  hop_count;    /* cards that have forwarded the packet */
     bit<8>  trace_count;  /* trace entries that follow this header */
-    bit<8>  tc;           /* user traffic class: carried, never used for routing */
+    bit<1>  escaped;      /* adaptive routing: the packet took an escape VC; kept to the end */
+    bit<7>  tc;           /* user traffic class: carried, never used for routing */
     bit<16> next_type;    /* EtherType of what follows the trace: 0x0800 IPv4, 0 probe payload */
     bit<32> probe_id;     /* set by the sender (0 for encapsulated IPv4) */
     bit<48> send_time;    /* sender's clock, microseconds mod 2^48 (0 for encapsulated IPv4) */
@@ -84,7 +92,8 @@ header trace_entry_t {
     bit<16> out_port;     /* egress port */
     bit<4>  vc;           /* VC the packet leaves on */
     bit<4>  prio;         /* standard_metadata.priority it was queued with */
-    bit<24> qdepth;       /* enq_qdepth: packets queued on the egress port when it was enqueued */
+    bit<1>  adaptive;     /* 1: the card chose an adaptive VC, 0: escape or deterministic */
+    bit<23> qdepth;       /* enq_qdepth: packets queued on the egress port when it was enqueued */
     bit<48> timestamp;    /* egress_global_timestamp, microseconds, card-local clock */
 }
 
@@ -119,7 +128,55 @@ struct metadata_t {
     bit<8>  drop_reason;      /* DROP_* */
     bit<3>  prio;             /* the priority set_queue chose, for the trace entry */
     bit<1>  to_host;          /* set by MyEgress.host_out */
+    bit<1>  adaptive_on;      /* MyIngress.selection_config: this card routes adaptively */
+    bit<1>  adaptive_hop;     /* the VC chosen here is an adaptive one (for the trace) */
+    /* the selection function (MyIngress.selection_config) */
+    bit<16> threshold;        /* occupancy below it: "low" */
+    bit<16> capacity;         /* occupancy below it: available */
+    bit<2>  level_external;   /* priority level of each port class (TW_LEVEL_NEVER: never) */
+    bit<2>  level_split;
+    bit<2>  level_internal;
 }
+
+/* Per (port, VC) occupancy of an adaptive card, in packets: ingress adds the
+ * packets it sends to a (port, VC), egress takes them off when they leave and
+ * caps the cell at the port's remaining backlog (deq_qdepth counts the
+ * packets left in all queues of the port), so that packets the traffic
+ * manager dropped do not stay counted.  Shared by ingress and egress. */
+register<bit<16>>(TW_PORTS * TW_VCS_PER_PORT) occupancy;
+
+/* A slot's selection key: its rank (2 * level + high occupancy; TW_RANK_NONE
+ * when it cannot be taken) above its round-robin distance from the pointer,
+ * so that the smallest key is the first slot of the best rank at or after
+ * the pointer. */
+bit<7> slot_key(in bit<9> port, in bit<2> cls, in bit<16> occ, in bit<3> distance,
+                in metadata_t meta) {
+    bit<2> level = meta.level_internal;
+    if (cls == 0) {
+        level = meta.level_external;
+    } else if (cls == 1) {
+        level = meta.level_split;
+    }
+    bit<4> rank = TW_RANK_NONE;
+    if (port != 0 && level != TW_LEVEL_NEVER && occ < meta.capacity) {
+        rank = ((bit<4>) level) * 2;
+        if (occ >= meta.threshold) {
+            rank = rank + 1;
+        }
+    }
+    return rank ++ distance;
+}
+
+/* Keep the slot of smallest key (keys of different slots differ). */
+void keep_best(inout bit<7> best, inout bit<9> best_port, inout bit<4> best_vc,
+               in bit<7> key, in bit<9> port, in bit<4> vc) {
+    if (key < best) {
+        best = key;
+        best_port = port;
+        best_vc = vc;
+    }
+}
+
 
 /* ------------------------------------------------------------------- parser */
 
@@ -211,6 +268,7 @@ control MyIngress(inout headers_t hdr,
         hdr.tw.src_pe = meta.src_pe;
         hdr.tw.rclass = meta.rclass;
         hdr.tw.vc = 0;
+        hdr.tw.escaped = 0;
         hdr.tw.hop_count = 0;
         hdr.tw.trace_count = 0;
         hdr.trace.pop_front(TW_MAX_TRACE);   /* a host cannot forge trace entries */
@@ -225,6 +283,7 @@ control MyIngress(inout headers_t hdr,
         hdr.tw.vc = 0;
         hdr.tw.hop_count = 0;
         hdr.tw.trace_count = 0;
+        hdr.tw.escaped = 0;
         hdr.tw.tc = 0;
         hdr.tw.next_type = ETHERTYPE_IPV4;
         hdr.tw.probe_id = 0;
@@ -277,10 +336,84 @@ control MyIngress(inout headers_t hdr,
         size = 256;
     }
 
+    /* Adaptive routing (p4src/README.md, "Adaptive routing"): the selection
+     * function of this card, a keyless table; its default leaves the card
+     * deterministic (MyIngress.route). */
+    action set_selection(bit<16> threshold, bit<16> capacity, bit<2> level_external,
+                         bit<2> level_split, bit<2> level_internal) {
+        meta.adaptive_on = 1;
+        meta.threshold = threshold;
+        meta.capacity = capacity;
+        meta.level_external = level_external;
+        meta.level_split = level_split;
+        meta.level_internal = level_internal;
+    }
+
+    action deterministic() {
+        meta.adaptive_on = 0;
+    }
+
+    table selection_config {
+        actions = { set_selection; deterministic; }
+        default_action = deterministic();
+    }
+
+    /* Round-robin pointer of each ingress port over the candidate slots. */
+    register<bit<3>>(TW_PORTS) rr_pointer;
+
+    bit<9> esc_port;
+    bit<4> esc_vc;
+    bit<9> p0; bit<4> v0; bit<2> c0;
+    bit<9> p1; bit<4> v1; bit<2> c1;
+    bit<9> p2; bit<4> v2; bit<2> c2;
+    bit<9> p3; bit<4> v3; bit<2> c3;
+    bit<9> p4; bit<4> v4; bit<2> c4;
+    bit<9> p5; bit<4> v5; bit<2> c5;
+    bit<9> p6; bit<4> v6; bit<2> c6;
+    bit<9> p7; bit<4> v7; bit<2> c7;
+
+    /* The adaptive route table: per (ingress port, destination PE, routing
+     * class, escaped) the escape (port, VC) and up to TW_SLOTS adaptive
+     * candidates (port, VC, port class 0 external / 1 split dimension /
+     * 2 internal link); port 0 is an empty slot. */
+    action set_candidates(bit<9> escape_port, bit<4> escape_vc,
+                          bit<9> port0, bit<4> vc0, bit<2> class0,
+                          bit<9> port1, bit<4> vc1, bit<2> class1,
+                          bit<9> port2, bit<4> vc2, bit<2> class2,
+                          bit<9> port3, bit<4> vc3, bit<2> class3,
+                          bit<9> port4, bit<4> vc4, bit<2> class4,
+                          bit<9> port5, bit<4> vc5, bit<2> class5,
+                          bit<9> port6, bit<4> vc6, bit<2> class6,
+                          bit<9> port7, bit<4> vc7, bit<2> class7) {
+        esc_port = escape_port; esc_vc = escape_vc;
+        p0 = port0; v0 = vc0; c0 = class0;
+        p1 = port1; v1 = vc1; c1 = class1;
+        p2 = port2; v2 = vc2; c2 = class2;
+        p3 = port3; v3 = vc3; c3 = class3;
+        p4 = port4; v4 = vc4; c4 = class4;
+        p5 = port5; v5 = vc5; c5 = class5;
+        p6 = port6; v6 = vc6; c6 = class6;
+        p7 = port7; v7 = vc7; c7 = class7;
+    }
+
+    table adaptive_route {
+        key = {
+            standard_metadata.ingress_port: exact;
+            hdr.tw.dst_pe:                  exact;
+            hdr.tw.rclass:                  exact;
+            hdr.tw.escaped:                 exact;
+        }
+        actions = { set_candidates; drop_no_route; }
+        default_action = drop_no_route();
+        size = 131072;
+    }
+
     apply {
         rx_port.count((bit<32>) standard_metadata.ingress_port);
         meta.drop_reason = DROP_NONE;
+        meta.adaptive_hop = 0;
         card_config.apply();
+        selection_config.apply();
 
         if (standard_metadata.parser_error != error.NoError) {
             meta.drop_reason = DROP_MALFORMED;
@@ -310,8 +443,58 @@ control MyIngress(inout headers_t hdr,
                     meta.drop_reason = DROP_TRACE_FULL;
                 } else {
                     hdr.tw.hop_count = hdr.tw.hop_count + 1;
-                    if (route.apply().hit) {
-                        vc_queue.apply();
+                    bool routed = false;
+                    if (meta.adaptive_on == 0) {
+                        if (route.apply().hit) {
+                            routed = true;
+                        }
+                    } else if (adaptive_route.apply().hit) {
+                        /* The selection function over the entry's slots: the
+                         * best slot (the round-robin pointer moving past it),
+                         * or the escape when no slot can be taken, the packet
+                         * then being escaped to the end of its path. */
+                        bit<3> rr;
+                        rr_pointer.read(rr, (bit<32>) standard_metadata.ingress_port);
+                        bit<7> best = 0x7F;
+                        bit<9> best_port = esc_port;
+                        bit<4> best_vc = esc_vc;
+                        bit<16> occ;
+                        occupancy.read(occ, ((bit<32>) p0) * TW_VCS_PER_PORT + (bit<32>) v0);
+                        keep_best(best, best_port, best_vc, slot_key(p0, c0, occ, 0 - rr, meta), p0, v0);
+                        occupancy.read(occ, ((bit<32>) p1) * TW_VCS_PER_PORT + (bit<32>) v1);
+                        keep_best(best, best_port, best_vc, slot_key(p1, c1, occ, 1 - rr, meta), p1, v1);
+                        occupancy.read(occ, ((bit<32>) p2) * TW_VCS_PER_PORT + (bit<32>) v2);
+                        keep_best(best, best_port, best_vc, slot_key(p2, c2, occ, 2 - rr, meta), p2, v2);
+                        occupancy.read(occ, ((bit<32>) p3) * TW_VCS_PER_PORT + (bit<32>) v3);
+                        keep_best(best, best_port, best_vc, slot_key(p3, c3, occ, 3 - rr, meta), p3, v3);
+                        occupancy.read(occ, ((bit<32>) p4) * TW_VCS_PER_PORT + (bit<32>) v4);
+                        keep_best(best, best_port, best_vc, slot_key(p4, c4, occ, 4 - rr, meta), p4, v4);
+                        occupancy.read(occ, ((bit<32>) p5) * TW_VCS_PER_PORT + (bit<32>) v5);
+                        keep_best(best, best_port, best_vc, slot_key(p5, c5, occ, 5 - rr, meta), p5, v5);
+                        occupancy.read(occ, ((bit<32>) p6) * TW_VCS_PER_PORT + (bit<32>) v6);
+                        keep_best(best, best_port, best_vc, slot_key(p6, c6, occ, 6 - rr, meta), p6, v6);
+                        occupancy.read(occ, ((bit<32>) p7) * TW_VCS_PER_PORT + (bit<32>) v7);
+                        keep_best(best, best_port, best_vc, slot_key(p7, c7, occ, 7 - rr, meta), p7, v7);
+                        standard_metadata.egress_spec = best_port;
+                        hdr.tw.vc = best_vc;
+                        if (best[6:3] == TW_RANK_NONE) {
+                            hdr.tw.escaped = 1;
+                        } else {
+                            meta.adaptive_hop = 1;
+                            rr_pointer.write((bit<32>) standard_metadata.ingress_port, best[2:0] + rr + 1);
+                        }
+                        routed = true;
+                    }
+                    if (routed) {
+                        if (vc_queue.apply().hit && meta.adaptive_on == 1) {
+                            bit<32> cell = ((bit<32>) standard_metadata.egress_spec) * TW_VCS_PER_PORT
+                                           + (bit<32>) hdr.tw.vc;
+                            bit<16> queued;
+                            occupancy.read(queued, cell);
+                            if (queued != 0xFFFF) {
+                                occupancy.write(cell, queued + 1);
+                            }
+                        }
                     }
                 }
             }
@@ -360,7 +543,8 @@ control MyEgress(inout headers_t hdr,
         hdr.trace[0].out_port = (bit<16>) standard_metadata.egress_port;
         hdr.trace[0].vc = hdr.tw.vc;
         hdr.trace[0].prio = (bit<4>) meta.prio;
-        hdr.trace[0].qdepth = (bit<24>) standard_metadata.enq_qdepth;
+        hdr.trace[0].adaptive = meta.adaptive_hop;
+        hdr.trace[0].qdepth = (bit<23>) standard_metadata.enq_qdepth;
         hdr.trace[0].timestamp = standard_metadata.egress_global_timestamp;
         hdr.tw.trace_count = hdr.tw.trace_count + 1;
     }
@@ -369,6 +553,22 @@ control MyEgress(inout headers_t hdr,
         /* Only packets ingress forwarded reach egress: hdr.tw is valid. */
         tx_port_vc.count(((bit<32>) standard_metadata.egress_port) * TW_VCS_PER_PORT
                          + (bit<32>) hdr.tw.vc);
+        if (meta.adaptive_on == 1) {
+            /* this packet leaves its (port, VC): one less queued, and no more
+             * than the port has left */
+            bit<32> cell = ((bit<32>) standard_metadata.egress_port) * TW_VCS_PER_PORT
+                           + (bit<32>) hdr.tw.vc;
+            bit<16> queued;
+            occupancy.read(queued, cell);
+            if (queued != 0) {
+                queued = queued - 1;
+            }
+            bit<16> left = (bit<16>) standard_metadata.deq_qdepth;
+            if (queued > left) {
+                queued = left;
+            }
+            occupancy.write(cell, queued);
+        }
         meta.to_host = 0;
         host_out.apply();
         if (meta.to_host == 1 && hdr.tw.next_type == ETHERTYPE_IPV4) {
