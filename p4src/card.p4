@@ -167,10 +167,11 @@ bit<7> slot_key(in bit<9> port, in bit<2> cls, in bit<16> occ, in bit<3> distanc
     return rank ++ distance;
 }
 
-/* Keep the slot of smallest key (keys of different slots differ). */
+/* Keep the slot of smallest key (keys of different slots differ); a slot
+ * that cannot be taken is never kept, so best stays 0x7F without one. */
 void keep_best(inout bit<7> best, inout bit<9> best_port, inout bit<4> best_vc,
                in bit<7> key, in bit<9> port, in bit<4> vc) {
-    if (key < best) {
+    if (key < best && key[6:3] != TW_RANK_NONE) {
         best = key;
         best_port = port;
         best_vc = vc;
