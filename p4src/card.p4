@@ -130,12 +130,16 @@ struct metadata_t {
     bit<1>  to_host;          /* set by MyEgress.host_out */
     bit<1>  adaptive_on;      /* MyIngress.selection_config: this card routes adaptively */
     bit<1>  adaptive_hop;     /* the VC chosen here is an adaptive one (for the trace) */
-    /* the selection function (MyIngress.selection_config) */
-    bit<16> threshold;        /* occupancy below it: "low" */
-    bit<16> capacity;         /* occupancy below it: available */
-    bit<2>  level_external;   /* priority level of each port class (TW_LEVEL_NEVER: never) */
-    bit<2>  level_split;
-    bit<2>  level_internal;
+    /* the selection function (MyIngress.selection_config): threshold (16;
+     * occupancy below it is "low") ++ capacity (16; below it: available) ++
+     * the priority level of each port class, external ++ split ++ internal
+     * (2 bits each; TW_LEVEL_NEVER: never) */
+    bit<38> selection;
+    /* the adaptive_route entry: escape (port ++ VC) and the candidate slots,
+     * slot i in bits [16i+15 : 16i] as port (9) ++ VC (4) ++ class (2) ++ 0;
+     * packed so that a deterministic card initialises two fields, not 26 */
+    bit<13>  escape;
+    bit<128> slots;
 }
 
 /* Per (port, VC) occupancy of an adaptive card, in packets: ingress adds the
@@ -150,17 +154,17 @@ register<bit<16>>(TW_PORTS * TW_VCS_PER_PORT) occupancy;
  * so that the smallest key is the first slot of the best rank at or after
  * the pointer. */
 bit<7> slot_key(in bit<9> port, in bit<2> cls, in bit<16> occ, in bit<3> distance,
-                in metadata_t meta) {
-    bit<2> level = meta.level_internal;
+                in bit<38> selection) {
+    bit<2> level = selection[1:0];
     if (cls == 0) {
-        level = meta.level_external;
+        level = selection[5:4];
     } else if (cls == 1) {
-        level = meta.level_split;
+        level = selection[3:2];
     }
     bit<4> rank = TW_RANK_NONE;
-    if (port != 0 && level != TW_LEVEL_NEVER && occ < meta.capacity) {
+    if (port != 0 && level != TW_LEVEL_NEVER && occ < selection[21:6]) {
         rank = ((bit<4>) level) * 2;
-        if (occ >= meta.threshold) {
+        if (occ >= selection[37:22]) {
             rank = rank + 1;
         }
     }
@@ -343,11 +347,7 @@ control MyIngress(inout headers_t hdr,
     action set_selection(bit<16> threshold, bit<16> capacity, bit<2> level_external,
                          bit<2> level_split, bit<2> level_internal) {
         meta.adaptive_on = 1;
-        meta.threshold = threshold;
-        meta.capacity = capacity;
-        meta.level_external = level_external;
-        meta.level_split = level_split;
-        meta.level_internal = level_internal;
+        meta.selection = threshold ++ capacity ++ level_external ++ level_split ++ level_internal;
     }
 
     action deterministic() {
@@ -362,17 +362,6 @@ control MyIngress(inout headers_t hdr,
     /* Round-robin pointer of each ingress port over the candidate slots. */
     register<bit<3>>(TW_PORTS) rr_pointer;
 
-    bit<9> esc_port;
-    bit<4> esc_vc;
-    bit<9> p0; bit<4> v0; bit<2> c0;
-    bit<9> p1; bit<4> v1; bit<2> c1;
-    bit<9> p2; bit<4> v2; bit<2> c2;
-    bit<9> p3; bit<4> v3; bit<2> c3;
-    bit<9> p4; bit<4> v4; bit<2> c4;
-    bit<9> p5; bit<4> v5; bit<2> c5;
-    bit<9> p6; bit<4> v6; bit<2> c6;
-    bit<9> p7; bit<4> v7; bit<2> c7;
-
     /* The adaptive route table: per (ingress port, destination PE, routing
      * class, escaped) the escape (port, VC) and up to TW_SLOTS adaptive
      * candidates (port, VC, port class 0 external / 1 split dimension /
@@ -386,15 +375,11 @@ control MyIngress(inout headers_t hdr,
                           bit<9> port5, bit<4> vc5, bit<2> class5,
                           bit<9> port6, bit<4> vc6, bit<2> class6,
                           bit<9> port7, bit<4> vc7, bit<2> class7) {
-        esc_port = escape_port; esc_vc = escape_vc;
-        p0 = port0; v0 = vc0; c0 = class0;
-        p1 = port1; v1 = vc1; c1 = class1;
-        p2 = port2; v2 = vc2; c2 = class2;
-        p3 = port3; v3 = vc3; c3 = class3;
-        p4 = port4; v4 = vc4; c4 = class4;
-        p5 = port5; v5 = vc5; c5 = class5;
-        p6 = port6; v6 = vc6; c6 = class6;
-        p7 = port7; v7 = vc7; c7 = class7;
+        meta.escape = escape_port ++ escape_vc;
+        meta.slots = port7 ++ vc7 ++ class7 ++ 1w0 ++ port6 ++ vc6 ++ class6 ++ 1w0
+                     ++ port5 ++ vc5 ++ class5 ++ 1w0 ++ port4 ++ vc4 ++ class4 ++ 1w0
+                     ++ port3 ++ vc3 ++ class3 ++ 1w0 ++ port2 ++ vc2 ++ class2 ++ 1w0
+                     ++ port1 ++ vc1 ++ class1 ++ 1w0 ++ port0 ++ vc0 ++ class0 ++ 1w0;
     }
 
     table adaptive_route {
@@ -412,9 +397,7 @@ control MyIngress(inout headers_t hdr,
     apply {
         rx_port.count((bit<32>) standard_metadata.ingress_port);
         meta.drop_reason = DROP_NONE;
-        meta.adaptive_hop = 0;
         card_config.apply();
-        selection_config.apply();
 
         if (standard_metadata.parser_error != error.NoError) {
             meta.drop_reason = DROP_MALFORMED;
@@ -444,56 +427,80 @@ control MyIngress(inout headers_t hdr,
                     meta.drop_reason = DROP_TRACE_FULL;
                 } else {
                     hdr.tw.hop_count = hdr.tw.hop_count + 1;
+                    /* A deterministic card hits route; an adaptive card has
+                     * no route entries and turns to its selection function. */
                     bool routed = false;
-                    if (meta.adaptive_on == 0) {
-                        if (route.apply().hit) {
+                    if (route.apply().hit) {
+                        routed = true;
+                    } else {
+                        selection_config.apply();
+                    }
+                    if (meta.adaptive_on == 1) {
+                        if (adaptive_route.apply().hit) {
+                            meta.drop_reason = DROP_NONE;   /* route's miss set no_route */
+                            /* The selection function over the entry's slots: the
+                             * best slot (the round-robin pointer moving past it),
+                             * or the escape when no slot can be taken, the packet
+                             * then being escaped to the end of its path. */
+                            bit<3> rr;
+                            rr_pointer.read(rr, (bit<32>) standard_metadata.ingress_port);
+                            bit<7> best = 0x7F;
+                            bit<9> best_port = meta.escape[12:4];
+                            bit<4> best_vc = meta.escape[3:0];
+                            bit<16> occ;
+                            occupancy.read(occ, ((bit<32>) meta.slots[15:7]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[6:3]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[15:7], meta.slots[2:1], occ, 0 - rr, meta.selection),
+                                      meta.slots[15:7], meta.slots[6:3]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[31:23]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[22:19]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[31:23], meta.slots[18:17], occ, 1 - rr, meta.selection),
+                                      meta.slots[31:23], meta.slots[22:19]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[47:39]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[38:35]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[47:39], meta.slots[34:33], occ, 2 - rr, meta.selection),
+                                      meta.slots[47:39], meta.slots[38:35]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[63:55]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[54:51]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[63:55], meta.slots[50:49], occ, 3 - rr, meta.selection),
+                                      meta.slots[63:55], meta.slots[54:51]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[79:71]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[70:67]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[79:71], meta.slots[66:65], occ, 4 - rr, meta.selection),
+                                      meta.slots[79:71], meta.slots[70:67]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[95:87]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[86:83]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[95:87], meta.slots[82:81], occ, 5 - rr, meta.selection),
+                                      meta.slots[95:87], meta.slots[86:83]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[111:103]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[102:99]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[111:103], meta.slots[98:97], occ, 6 - rr, meta.selection),
+                                      meta.slots[111:103], meta.slots[102:99]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[127:119]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[118:115]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[127:119], meta.slots[114:113], occ, 7 - rr, meta.selection),
+                                      meta.slots[127:119], meta.slots[118:115]);
+                            standard_metadata.egress_spec = best_port;
+                            hdr.tw.vc = best_vc;
+                            if (best[6:3] == TW_RANK_NONE) {
+                                hdr.tw.escaped = 1;
+                            } else {
+                                meta.adaptive_hop = 1;
+                                rr_pointer.write((bit<32>) standard_metadata.ingress_port, best[2:0] + rr + 1);
+                            }
                             routed = true;
                         }
-                    } else if (adaptive_route.apply().hit) {
-                        /* The selection function over the entry's slots: the
-                         * best slot (the round-robin pointer moving past it),
-                         * or the escape when no slot can be taken, the packet
-                         * then being escaped to the end of its path. */
-                        bit<3> rr;
-                        rr_pointer.read(rr, (bit<32>) standard_metadata.ingress_port);
-                        bit<7> best = 0x7F;
-                        bit<9> best_port = esc_port;
-                        bit<4> best_vc = esc_vc;
-                        bit<16> occ;
-                        occupancy.read(occ, ((bit<32>) p0) * TW_VCS_PER_PORT + (bit<32>) v0);
-                        keep_best(best, best_port, best_vc, slot_key(p0, c0, occ, 0 - rr, meta), p0, v0);
-                        occupancy.read(occ, ((bit<32>) p1) * TW_VCS_PER_PORT + (bit<32>) v1);
-                        keep_best(best, best_port, best_vc, slot_key(p1, c1, occ, 1 - rr, meta), p1, v1);
-                        occupancy.read(occ, ((bit<32>) p2) * TW_VCS_PER_PORT + (bit<32>) v2);
-                        keep_best(best, best_port, best_vc, slot_key(p2, c2, occ, 2 - rr, meta), p2, v2);
-                        occupancy.read(occ, ((bit<32>) p3) * TW_VCS_PER_PORT + (bit<32>) v3);
-                        keep_best(best, best_port, best_vc, slot_key(p3, c3, occ, 3 - rr, meta), p3, v3);
-                        occupancy.read(occ, ((bit<32>) p4) * TW_VCS_PER_PORT + (bit<32>) v4);
-                        keep_best(best, best_port, best_vc, slot_key(p4, c4, occ, 4 - rr, meta), p4, v4);
-                        occupancy.read(occ, ((bit<32>) p5) * TW_VCS_PER_PORT + (bit<32>) v5);
-                        keep_best(best, best_port, best_vc, slot_key(p5, c5, occ, 5 - rr, meta), p5, v5);
-                        occupancy.read(occ, ((bit<32>) p6) * TW_VCS_PER_PORT + (bit<32>) v6);
-                        keep_best(best, best_port, best_vc, slot_key(p6, c6, occ, 6 - rr, meta), p6, v6);
-                        occupancy.read(occ, ((bit<32>) p7) * TW_VCS_PER_PORT + (bit<32>) v7);
-                        keep_best(best, best_port, best_vc, slot_key(p7, c7, occ, 7 - rr, meta), p7, v7);
-                        standard_metadata.egress_spec = best_port;
-                        hdr.tw.vc = best_vc;
-                        if (best[6:3] == TW_RANK_NONE) {
-                            hdr.tw.escaped = 1;
-                        } else {
-                            meta.adaptive_hop = 1;
-                            rr_pointer.write((bit<32>) standard_metadata.ingress_port, best[2:0] + rr + 1);
-                        }
-                        routed = true;
                     }
                     if (routed) {
-                        if (vc_queue.apply().hit && meta.adaptive_on == 1) {
-                            bit<32> cell = ((bit<32>) standard_metadata.egress_spec) * TW_VCS_PER_PORT
-                                           + (bit<32>) hdr.tw.vc;
-                            bit<16> queued;
-                            occupancy.read(queued, cell);
-                            if (queued != 0xFFFF) {
-                                occupancy.write(cell, queued + 1);
+                        if (vc_queue.apply().hit) {
+                            if (meta.adaptive_on == 1) {
+                                bit<32> cell = ((bit<32>) standard_metadata.egress_spec) * TW_VCS_PER_PORT
+                                               + (bit<32>) hdr.tw.vc;
+                                bit<16> queued;
+                                occupancy.read(queued, cell);
+                                if (queued != 0xFFFF) {
+                                    occupancy.write(cell, queued + 1);
+                                }
                             }
                         }
                     }
