@@ -8,8 +8,6 @@ destination's tables and works at any size).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from controller.analysis.duato import check_duato, path_set, path_summary
@@ -40,12 +38,9 @@ def run_adaptive(topology: Topology, args: argparse.Namespace) -> int:
             f"the adaptive analysis walks every destination in Python: at most {MAX_PES} PEs, "
             f"this network has {num_pes} (use --pair SRC DST for one pair)"
         )
-    report = adaptive_report(adaptive_tables(topology, args.escape), selection)
-    if args.json:
-        json.dump(report, sys.stdout, indent=1)
-        print()
-    else:
-        print(summary(report))
+    from controller.analysis.cli import print_report
+
+    print_report(adaptive_report(adaptive_tables(topology, args.escape), selection), args.json, summary)
     return 0
 
 

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from topologies.build import add_topology_arguments, topology_from_args
@@ -114,12 +115,17 @@ def main(args: argparse.Namespace) -> int:
             shift=args.shift,
         )
     report = run_analysis(spec, traffic, args.paths_out, workers=args.workers)
-    if args.json:
+    print_report(report, args.json, summary)
+    return 0
+
+
+def print_report(report: dict, as_json: bool, text: Callable[[dict], str]) -> None:
+    """The report as indented JSON, or as the readable lines `text` makes of it."""
+    if as_json:
         json.dump(report, sys.stdout, indent=1)
         print()
     else:
-        print(summary(report))
-    return 0
+        print(text(report))
 
 
 def print_pair(spec: TableSpec, src: int, dst: int) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 from collections import Counter
 from itertools import product
-from typing import Any
 
 import pytest
 
@@ -24,19 +23,15 @@ from controller.routing.network import HOST
 from controller.routing.selection import SELECTIONS
 from controller.twins import PlanError
 from emulation import packets
-from emulation.card_vectors import CARD_PROGRAM, compile_card_or_reason
 from p4src import card as names
 from topologies.torus import ndt_torus, torus
 
 DIMS = (2, 4, 2)
 
 
-@pytest.fixture(scope="module")
-def program() -> Any:
-    compiled, reason = compile_card_or_reason(CARD_PROGRAM)
-    if compiled is None:
-        pytest.skip(reason)
-    return compiled
+@pytest.fixture
+def program(card_program):
+    return card_program
 
 
 class CardNetwork:

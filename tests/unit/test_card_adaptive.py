@@ -9,13 +9,12 @@ VC, escaped flag and trace entry it leaves with.
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import pytest
 
 from controller.routing.selection import LEVELS, SELECTIONS, select
 from emulation import packets
-from emulation.card_vectors import CARD_PROGRAM, EmbeddedCard, compile_card_or_reason
+from emulation.card_vectors import EmbeddedCard
 from emulation.packets import Twinnet
 from p4src import card as names
 
@@ -26,12 +25,9 @@ ESCAPE = (4, 1)
 THRESHOLD, CAPACITY = 4, 8
 
 
-@pytest.fixture(scope="module")
-def program() -> Any:
-    compiled, reason = compile_card_or_reason(CARD_PROGRAM)
-    if compiled is None:
-        pytest.skip(reason)
-    return compiled
+@pytest.fixture
+def program(card_program):
+    return card_program
 
 
 def slot_params(slots) -> dict[str, int]:

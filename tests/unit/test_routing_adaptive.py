@@ -17,14 +17,6 @@ from topologies.portconfig import all_port_configs
 from topologies.torus import ndt_torus, torus
 
 
-def coords(index: int, dims) -> tuple[int, ...]:
-    out = []
-    for k in dims:
-        index, c = divmod(index, k)
-        out.append(c)
-    return tuple(out)
-
-
 def direction(c: int, t: int, k: int) -> str:
     """'none', '+', '-' or 'tie' (both directions minimal)."""
     off = (t - c) % k
