@@ -34,7 +34,6 @@ from scapy.fields import (
     IntField,
     PacketListField,
     ShortField,
-    ThreeBytesField,
     XShortField,
 )
 from scapy.layers.inet import IP
@@ -78,7 +77,8 @@ class TraceEntry(Packet):
         ShortField("out_port", 0),
         BitField("vc", 0, 4),
         BitField("prio", 0, 4),
-        ThreeBytesField("qdepth", 0),
+        BitField("adaptive", 0, 1),
+        BitField("qdepth", 0, 23),
         BitField("timestamp", 0, 48),
     ]
 
@@ -104,7 +104,8 @@ class Twinnet(Packet):
         BitField("vc", 0, 4),
         ByteField("hop_count", 0),
         FieldLenField("trace_count", None, fmt="B", count_of="trace"),
-        ByteField("tc", 0),
+        BitField("escaped", 0, 1),
+        BitField("tc", 0, 7),
         XShortField("next_type", NEXT_PROBE),
         IntField("probe_id", 0),
         BitField("send_time", 0, 48),
@@ -131,6 +132,7 @@ class TraceHop:
     prio: int
     qdepth: int
     timestamp: int
+    adaptive: int = 0
 
 
 def now_us() -> int:
@@ -188,7 +190,7 @@ def path(pkt: Packet) -> list[TraceHop]:
     """The trace of a twinnet frame in path order: the first card first."""
     header = pkt[Twinnet]
     return [
-        TraceHop(e.card_id, e.in_port, e.out_port, e.vc, e.prio, e.qdepth, e.timestamp)
+        TraceHop(e.card_id, e.in_port, e.out_port, e.vc, e.prio, e.qdepth, e.timestamp, e.adaptive)
         for e in reversed(header.trace)
     ]
 

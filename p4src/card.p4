@@ -55,6 +55,13 @@ const bit<32> TW_HOST_BASE = 0x0A000001;
 #define TW_PORTS        512
 #define TW_VCS_PER_PORT 16
 
+/* Adaptive routing: candidate slots per route entry, and the level that
+ * leaves a port class out of the selection. */
+#define TW_SLOTS        8
+#define TW_LEVEL_NEVER  3
+/* Rank of a slot that cannot be selected (empty, never, or full). */
+#define TW_RANK_NONE    15
+
 /* ------------------------------------------------------------------ headers */
 
 header ethernet_t {
@@ -71,7 +78,8 @@ header twinnet_t {
     bit<4>  vc;           /* VC the packet travels on, written by every card */
     bit<8>  hop_count;    /* cards that have forwarded the packet */
     bit<8>  trace_count;  /* trace entries that follow this header */
-    bit<8>  tc;           /* user traffic class: carried, never used for routing */
+    bit<1>  escaped;      /* adaptive routing: the packet took an escape VC; kept to the end */
+    bit<7>  tc;           /* user traffic class: carried, never used for routing */
     bit<16> next_type;    /* EtherType of what follows the trace: 0x0800 IPv4, 0 probe payload */
     bit<32> probe_id;     /* set by the sender (0 for encapsulated IPv4) */
     bit<48> send_time;    /* sender's clock, microseconds mod 2^48 (0 for encapsulated IPv4) */
@@ -84,7 +92,8 @@ header trace_entry_t {
     bit<16> out_port;     /* egress port */
     bit<4>  vc;           /* VC the packet leaves on */
     bit<4>  prio;         /* standard_metadata.priority it was queued with */
-    bit<24> qdepth;       /* enq_qdepth: packets queued on the egress port when it was enqueued */
+    bit<1>  adaptive;     /* 1: the card chose an adaptive VC, 0: escape or deterministic */
+    bit<23> qdepth;       /* enq_qdepth: packets queued on the egress port when it was enqueued */
     bit<48> timestamp;    /* egress_global_timestamp, microseconds, card-local clock */
 }
 
@@ -119,7 +128,60 @@ struct metadata_t {
     bit<8>  drop_reason;      /* DROP_* */
     bit<3>  prio;             /* the priority set_queue chose, for the trace entry */
     bit<1>  to_host;          /* set by MyEgress.host_out */
+    bit<1>  adaptive_on;      /* MyIngress.selection_config: this card routes adaptively */
+    bit<1>  adaptive_hop;     /* the VC chosen here is an adaptive one (for the trace) */
+    /* the selection function (MyIngress.selection_config): threshold (16;
+     * occupancy below it is "low") ++ capacity (16; below it: available) ++
+     * the priority level of each port class, external ++ split ++ internal
+     * (2 bits each; TW_LEVEL_NEVER: never) */
+    bit<38> selection;
+    /* the adaptive_route entry: escape (port ++ VC) and the candidate slots,
+     * slot i in bits [16i+15 : 16i] as port (9) ++ VC (4) ++ class (2) ++ 0;
+     * packed so that a deterministic card initialises two fields, not 26 */
+    bit<13>  escape;
+    bit<128> slots;
 }
+
+/* Per (port, VC) occupancy of an adaptive card, in packets: ingress adds the
+ * packets it sends to a (port, VC), egress takes them off when they leave and
+ * caps the cell at the port's remaining backlog (deq_qdepth counts the
+ * packets left in all queues of the port), so that packets the traffic
+ * manager dropped do not stay counted.  Shared by ingress and egress. */
+register<bit<16>>(TW_PORTS * TW_VCS_PER_PORT) occupancy;
+
+/* A slot's selection key: its rank (2 * level + high occupancy; TW_RANK_NONE
+ * when it cannot be taken) above its round-robin distance from the pointer,
+ * so that the smallest key is the first slot of the best rank at or after
+ * the pointer. */
+bit<7> slot_key(in bit<9> port, in bit<2> cls, in bit<16> occ, in bit<3> distance,
+                in bit<38> selection) {
+    bit<2> level = selection[1:0];
+    if (cls == 0) {
+        level = selection[5:4];
+    } else if (cls == 1) {
+        level = selection[3:2];
+    }
+    bit<4> rank = TW_RANK_NONE;
+    if (port != 0 && level != TW_LEVEL_NEVER && occ < selection[21:6]) {
+        rank = ((bit<4>) level) * 2;
+        if (occ >= selection[37:22]) {
+            rank = rank + 1;
+        }
+    }
+    return rank ++ distance;
+}
+
+/* Keep the slot of smallest key (keys of different slots differ); a slot
+ * that cannot be taken is never kept, so best stays 0x7F without one. */
+void keep_best(inout bit<7> best, inout bit<9> best_port, inout bit<4> best_vc,
+               in bit<7> key, in bit<9> port, in bit<4> vc) {
+    if (key < best && key[6:3] != TW_RANK_NONE) {
+        best = key;
+        best_port = port;
+        best_vc = vc;
+    }
+}
+
 
 /* ------------------------------------------------------------------- parser */
 
@@ -211,6 +273,7 @@ control MyIngress(inout headers_t hdr,
         hdr.tw.src_pe = meta.src_pe;
         hdr.tw.rclass = meta.rclass;
         hdr.tw.vc = 0;
+        hdr.tw.escaped = 0;
         hdr.tw.hop_count = 0;
         hdr.tw.trace_count = 0;
         hdr.trace.pop_front(TW_MAX_TRACE);   /* a host cannot forge trace entries */
@@ -225,6 +288,7 @@ control MyIngress(inout headers_t hdr,
         hdr.tw.vc = 0;
         hdr.tw.hop_count = 0;
         hdr.tw.trace_count = 0;
+        hdr.tw.escaped = 0;
         hdr.tw.tc = 0;
         hdr.tw.next_type = ETHERTYPE_IPV4;
         hdr.tw.probe_id = 0;
@@ -277,6 +341,59 @@ control MyIngress(inout headers_t hdr,
         size = 256;
     }
 
+    /* Adaptive routing (p4src/README.md, "Adaptive routing"): the selection
+     * function of this card, a keyless table; its default leaves the card
+     * deterministic (MyIngress.route). */
+    action set_selection(bit<16> threshold, bit<16> capacity, bit<2> level_external,
+                         bit<2> level_split, bit<2> level_internal) {
+        meta.adaptive_on = 1;
+        meta.selection = threshold ++ capacity ++ level_external ++ level_split ++ level_internal;
+    }
+
+    action deterministic() {
+        meta.adaptive_on = 0;
+    }
+
+    table selection_config {
+        actions = { set_selection; deterministic; }
+        default_action = deterministic();
+    }
+
+    /* Round-robin pointer of each ingress port over the candidate slots. */
+    register<bit<3>>(TW_PORTS) rr_pointer;
+
+    /* The adaptive route table: per (ingress port, destination PE, routing
+     * class, escaped) the escape (port, VC) and up to TW_SLOTS adaptive
+     * candidates (port, VC, port class 0 external / 1 split dimension /
+     * 2 internal link); port 0 is an empty slot. */
+    action set_candidates(bit<9> escape_port, bit<4> escape_vc,
+                          bit<9> port0, bit<4> vc0, bit<2> class0,
+                          bit<9> port1, bit<4> vc1, bit<2> class1,
+                          bit<9> port2, bit<4> vc2, bit<2> class2,
+                          bit<9> port3, bit<4> vc3, bit<2> class3,
+                          bit<9> port4, bit<4> vc4, bit<2> class4,
+                          bit<9> port5, bit<4> vc5, bit<2> class5,
+                          bit<9> port6, bit<4> vc6, bit<2> class6,
+                          bit<9> port7, bit<4> vc7, bit<2> class7) {
+        meta.escape = escape_port ++ escape_vc;
+        meta.slots = port7 ++ vc7 ++ class7 ++ 1w0 ++ port6 ++ vc6 ++ class6 ++ 1w0
+                     ++ port5 ++ vc5 ++ class5 ++ 1w0 ++ port4 ++ vc4 ++ class4 ++ 1w0
+                     ++ port3 ++ vc3 ++ class3 ++ 1w0 ++ port2 ++ vc2 ++ class2 ++ 1w0
+                     ++ port1 ++ vc1 ++ class1 ++ 1w0 ++ port0 ++ vc0 ++ class0 ++ 1w0;
+    }
+
+    table adaptive_route {
+        key = {
+            standard_metadata.ingress_port: exact;
+            hdr.tw.dst_pe:                  exact;
+            hdr.tw.rclass:                  exact;
+            hdr.tw.escaped:                 exact;
+        }
+        actions = { set_candidates; drop_no_route; }
+        default_action = drop_no_route();
+        size = 131072;
+    }
+
     apply {
         rx_port.count((bit<32>) standard_metadata.ingress_port);
         meta.drop_reason = DROP_NONE;
@@ -310,8 +427,82 @@ control MyIngress(inout headers_t hdr,
                     meta.drop_reason = DROP_TRACE_FULL;
                 } else {
                     hdr.tw.hop_count = hdr.tw.hop_count + 1;
+                    /* A deterministic card hits route; an adaptive card has
+                     * no route entries and turns to its selection function. */
+                    bool routed = false;
                     if (route.apply().hit) {
-                        vc_queue.apply();
+                        routed = true;
+                    } else {
+                        selection_config.apply();
+                    }
+                    if (meta.adaptive_on == 1) {
+                        if (adaptive_route.apply().hit) {
+                            meta.drop_reason = DROP_NONE;   /* route's miss set no_route */
+                            /* The selection function over the entry's slots: the
+                             * best slot (the round-robin pointer moving past it),
+                             * or the escape when no slot can be taken, the packet
+                             * then being escaped to the end of its path. */
+                            bit<3> rr;
+                            rr_pointer.read(rr, (bit<32>) standard_metadata.ingress_port);
+                            bit<7> best = 0x7F;
+                            bit<9> best_port = meta.escape[12:4];
+                            bit<4> best_vc = meta.escape[3:0];
+                            bit<16> occ;
+                            occupancy.read(occ, ((bit<32>) meta.slots[15:7]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[6:3]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[15:7], meta.slots[2:1], occ, 0 - rr, meta.selection),
+                                      meta.slots[15:7], meta.slots[6:3]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[31:23]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[22:19]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[31:23], meta.slots[18:17], occ, 1 - rr, meta.selection),
+                                      meta.slots[31:23], meta.slots[22:19]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[47:39]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[38:35]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[47:39], meta.slots[34:33], occ, 2 - rr, meta.selection),
+                                      meta.slots[47:39], meta.slots[38:35]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[63:55]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[54:51]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[63:55], meta.slots[50:49], occ, 3 - rr, meta.selection),
+                                      meta.slots[63:55], meta.slots[54:51]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[79:71]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[70:67]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[79:71], meta.slots[66:65], occ, 4 - rr, meta.selection),
+                                      meta.slots[79:71], meta.slots[70:67]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[95:87]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[86:83]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[95:87], meta.slots[82:81], occ, 5 - rr, meta.selection),
+                                      meta.slots[95:87], meta.slots[86:83]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[111:103]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[102:99]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[111:103], meta.slots[98:97], occ, 6 - rr, meta.selection),
+                                      meta.slots[111:103], meta.slots[102:99]);
+                            occupancy.read(occ, ((bit<32>) meta.slots[127:119]) * TW_VCS_PER_PORT + (bit<32>) meta.slots[118:115]);
+                            keep_best(best, best_port, best_vc,
+                                      slot_key(meta.slots[127:119], meta.slots[114:113], occ, 7 - rr, meta.selection),
+                                      meta.slots[127:119], meta.slots[118:115]);
+                            standard_metadata.egress_spec = best_port;
+                            hdr.tw.vc = best_vc;
+                            if (best[6:3] == TW_RANK_NONE) {
+                                hdr.tw.escaped = 1;
+                            } else {
+                                meta.adaptive_hop = 1;
+                                rr_pointer.write((bit<32>) standard_metadata.ingress_port, best[2:0] + rr + 1);
+                            }
+                            routed = true;
+                        }
+                    }
+                    if (routed) {
+                        if (vc_queue.apply().hit) {
+                            if (meta.adaptive_on == 1) {
+                                bit<32> cell = ((bit<32>) standard_metadata.egress_spec) * TW_VCS_PER_PORT
+                                               + (bit<32>) hdr.tw.vc;
+                                bit<16> queued;
+                                occupancy.read(queued, cell);
+                                if (queued != 0xFFFF) {
+                                    occupancy.write(cell, queued + 1);
+                                }
+                            }
+                        }
                     }
                 }
             }
@@ -360,7 +551,8 @@ control MyEgress(inout headers_t hdr,
         hdr.trace[0].out_port = (bit<16>) standard_metadata.egress_port;
         hdr.trace[0].vc = hdr.tw.vc;
         hdr.trace[0].prio = (bit<4>) meta.prio;
-        hdr.trace[0].qdepth = (bit<24>) standard_metadata.enq_qdepth;
+        hdr.trace[0].adaptive = meta.adaptive_hop;
+        hdr.trace[0].qdepth = (bit<23>) standard_metadata.enq_qdepth;
         hdr.trace[0].timestamp = standard_metadata.egress_global_timestamp;
         hdr.tw.trace_count = hdr.tw.trace_count + 1;
     }
@@ -369,6 +561,22 @@ control MyEgress(inout headers_t hdr,
         /* Only packets ingress forwarded reach egress: hdr.tw is valid. */
         tx_port_vc.count(((bit<32>) standard_metadata.egress_port) * TW_VCS_PER_PORT
                          + (bit<32>) hdr.tw.vc);
+        if (meta.adaptive_on == 1) {
+            /* this packet leaves its (port, VC): one less queued, and no more
+             * than the port has left */
+            bit<32> cell = ((bit<32>) standard_metadata.egress_port) * TW_VCS_PER_PORT
+                           + (bit<32>) hdr.tw.vc;
+            bit<16> queued;
+            occupancy.read(queued, cell);
+            if (queued != 0) {
+                queued = queued - 1;
+            }
+            bit<16> left = (bit<16>) standard_metadata.deq_qdepth;
+            if (queued > left) {
+                queued = left;
+            }
+            occupancy.write(cell, queued);
+        }
         meta.to_host = 0;
         host_out.apply();
         if (meta.to_host == 1 && hdr.tw.next_type == ETHERTYPE_IPV4) {

@@ -53,6 +53,11 @@ DROP_NO_ROUTE = "MyIngress.drop_no_route"
 VC_QUEUE = "MyIngress.vc_queue"
 SET_QUEUE = "MyIngress.set_queue"
 DROP_NO_QUEUE = "MyIngress.drop_no_queue"
+SELECTION_CONFIG = "MyIngress.selection_config"
+SET_SELECTION = "MyIngress.set_selection"
+DETERMINISTIC = "MyIngress.deterministic"
+ADAPTIVE_ROUTE = "MyIngress.adaptive_route"
+SET_CANDIDATES = "MyIngress.set_candidates"
 HOST_OUT = "MyEgress.host_out"
 TO_HOST = "MyEgress.to_host"
 NO_ACTION = "NoAction"
@@ -62,6 +67,17 @@ EGRESS_PORT = "standard_metadata.egress_port"
 DST_PE = "hdr.tw.dst_pe"
 RCLASS = "hdr.tw.rclass"
 VC = "hdr.tw.vc"
+ESCAPED = "hdr.tw.escaped"
+
+# ---- adaptive routing (p4src/README.md, "Adaptive routing") ---------------------------
+#: Candidate slots of an adaptive route entry (``TW_SLOTS``); port 0 marks an empty slot.
+ADAPTIVE_SLOTS = 8
+#: Priority level that leaves a port class out of the selection (``TW_LEVEL_NEVER``).
+LEVEL_NEVER = 3
+#: Per (port, VC) occupancy in packets, cell ``port * VCS_PER_PORT + vc`` (a top-level register).
+REGISTER_OCCUPANCY = "occupancy"
+#: Round-robin pointer over the slots, per ingress port.
+REGISTER_RR_POINTER = "MyIngress.rr_pointer"
 
 #: Every table as P4Info names it: match fields (name, bit width; all exact) in P4Info
 #: order, actions with their parameters (name, bit width), and the default action.
@@ -86,6 +102,33 @@ CARD_TABLES: dict[str, dict[str, Any]] = {
         "actions": {SET_QUEUE: [("prio", 3)], DROP_NO_QUEUE: []},
         "default": (DROP_NO_QUEUE, {}),
     },
+    SELECTION_CONFIG: {
+        "keys": [],
+        "actions": {
+            SET_SELECTION: [
+                ("threshold", 16),
+                ("capacity", 16),
+                ("level_external", 2),
+                ("level_split", 2),
+                ("level_internal", 2),
+            ],
+            DETERMINISTIC: [],
+        },
+        "default": (DETERMINISTIC, {}),
+    },
+    ADAPTIVE_ROUTE: {
+        "keys": [(INGRESS_PORT, 9), (DST_PE, 16), (RCLASS, 4), (ESCAPED, 1)],
+        "actions": {
+            SET_CANDIDATES: [("escape_port", 9), ("escape_vc", 4)]
+            + [
+                (f"{name}{slot}", width)
+                for slot in range(8)
+                for name, width in (("port", 9), ("vc", 4), ("class", 2))
+            ],
+            DROP_NO_ROUTE: [],
+        },
+        "default": (DROP_NO_ROUTE, {}),
+    },
     HOST_OUT: {
         "keys": [(EGRESS_PORT, 9)],
         "actions": {TO_HOST: [], NO_ACTION: []},
@@ -94,7 +137,8 @@ CARD_TABLES: dict[str, dict[str, Any]] = {
 }
 #: The actions the controller installs, per table (the first action of each table above).
 _CONTROLLER_ACTIONS = {CARD_CONFIG: SET_CARD, HOST_IN: FROM_HOST, ROUTE: SET_ROUTE,
-                       VC_QUEUE: SET_QUEUE, HOST_OUT: TO_HOST}
+                       VC_QUEUE: SET_QUEUE, HOST_OUT: TO_HOST, SELECTION_CONFIG: SET_SELECTION,
+                       ADAPTIVE_ROUTE: SET_CANDIDATES}
 #: table -> (match field names in P4Info order, actions the controller uses)
 TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     table: (tuple(name for name, _ in spec["keys"]), (_CONTROLLER_ACTIONS[table],))

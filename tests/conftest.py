@@ -19,3 +19,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "root" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def card_program():
+    """p4src/card.p4 compiled by the embedded target, or a skip naming why there is none."""
+    from emulation.card_vectors import CARD_PROGRAM, compile_card_or_reason
+
+    compiled, reason = compile_card_or_reason(CARD_PROGRAM)
+    if compiled is None:
+        pytest.skip(reason)
+    return compiled

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from topologies.build import add_topology_arguments, topology_from_args
@@ -47,6 +48,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--routing",
         help=f"{routing_help()}; default: the first safe one that fits the topology",
+    )
+    group.add_argument(
+        "--selection",
+        default="3-priority",
+        help="adaptive routing's selection function: round-robin, no-internal, 2-priority, "
+        "3-priority (default)",
+    )
+    group.add_argument(
+        "--escape",
+        help="adaptive routing's escape routing (default dort on an nDT, dor on a torus; "
+        "dort-merged-vcs and dor-no-dateline are unsafe on purpose)",
     )
     group.add_argument(
         "--traffic",
@@ -82,6 +94,10 @@ def main(args: argparse.Namespace) -> int:
 
     topology = topology_from_args(args)  # refuses, before building, a topology too large to hold
     routing = args.routing or (algorithms_for(topology.family) or ["destro"])[0]
+    if routing.strip().lower() == "adaptive":
+        from controller.analysis.adaptive_report import run_adaptive
+
+        return run_adaptive(topology, args)
     # No bound on table entries here: the analysis streams blocks of destinations and never
     # holds all tables; its memory estimate (controller.analysis.memory) refuses what won't fit.
     spec = routing_spec(topology, routing)
@@ -99,12 +115,17 @@ def main(args: argparse.Namespace) -> int:
             shift=args.shift,
         )
     report = run_analysis(spec, traffic, args.paths_out, workers=args.workers)
-    if args.json:
+    print_report(report, args.json, summary)
+    return 0
+
+
+def print_report(report: dict, as_json: bool, text: Callable[[dict], str]) -> None:
+    """The report as indented JSON, or as the readable lines `text` makes of it."""
+    if as_json:
         json.dump(report, sys.stdout, indent=1)
         print()
     else:
-        print(summary(report))
-    return 0
+        print(text(report))
 
 
 def print_pair(spec: TableSpec, src: int, dst: int) -> None:

@@ -57,11 +57,18 @@ def algorithms_for(family: str, *, include_unsafe: bool = False) -> list[str]:
     ]
 
 
+#: adaptive routing (controller.routing.adaptive): candidate tables, not one (port, VC) per entry
+ADAPTIVE = "adaptive"
+
+
 def routing_help() -> str:
     """One line per algorithm for --help: the families it routes, and UNSAFE variants marked."""
     return "; ".join(
-        f"{name} ({', '.join(families)})" + (f" [{UNSAFE[name]}]" if name in UNSAFE else "")
-        for name, (_, families) in ALGORITHMS.items()
+        [
+            f"{name} ({', '.join(families)})" + (f" [{UNSAFE[name]}]" if name in UNSAFE else "")
+            for name, (_, families) in ALGORITHMS.items()
+        ]
+        + [f"{ADAPTIVE} (ndt, torus; with --selection; analysis only)"]
     )
 
 
@@ -73,6 +80,11 @@ def compute_tables(topology: Topology, algorithm: str) -> RoutingTables:
 def routing_spec(topology: Topology, algorithm: str) -> TableSpec:
     """The TableSpec of `algorithm` for `topology`: its tables whole (``build()``) or by destinations."""
     name = algorithm.strip().lower()
+    if name == ADAPTIVE:
+        raise UnknownAlgorithmError(
+            "adaptive routing is analysed by `twinnet analyze --routing adaptive --selection ...`; "
+            "it is not yet installed on cards or emulated"
+        )
     if name not in ALGORITHMS:
         raise UnknownAlgorithmError(f"routing must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     builder, families = ALGORITHMS[name]

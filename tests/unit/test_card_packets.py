@@ -99,7 +99,8 @@ def test_round_trip_of_every_field_at_its_limits() -> None:
         rclass=15,
         vc=15,
         hop_count=255,
-        tc=255,
+        escaped=1,
+        tc=127,
         next_type=0xFFFF,
         probe_id=0xFFFFFFFF,
         send_time=(1 << 48) - 1,
@@ -111,7 +112,8 @@ def test_round_trip_of_every_field_at_its_limits() -> None:
             out_port=511,
             vc=15,
             prio=7,
-            qdepth=(1 << 24) - 1,
+            adaptive=1,
+            qdepth=(1 << 23) - 1,
             timestamp=(1 << 48) - 1,
         )
     ] * packets.MAX_TRACE
@@ -120,7 +122,8 @@ def test_round_trip_of_every_field_at_its_limits() -> None:
     again = packets.decode(frame)[Twinnet]
     assert again.trace_count == packets.MAX_TRACE
     assert (again.dst_pe, again.rclass, again.vc, again.send_time) == (0xFFFF, 15, 15, (1 << 48) - 1)
-    assert again.trace[-1].qdepth == (1 << 24) - 1 and again.trace[-1].prio == 7
+    assert again.trace[-1].qdepth == (1 << 23) - 1 and again.trace[-1].prio == 7
+    assert again.trace[-1].adaptive == 1 and (again.escaped, again.tc) == (1, 127)
 
 
 @pytest.mark.parametrize("pe", [0, 1, 5, 254, 255, 4095, 65535])
