@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from p4src.card import MAX_TRACE
 from topologies.model import Link, PortRef, Topology
 
 # -- sizes: p4src/card.p4 and p4src/README.md; the same as emulation/packets.py's (a unit test checks),
@@ -38,10 +39,8 @@ from topologies.model import Link, PortRef, Topology
 TWINNET_HEADER_BYTES = 20
 #: One trace entry (header trace_entry_t).
 TRACE_ENTRY_BYTES = 16
-#: Trace entries a packet can carry (TW_MAX_TRACE in p4src/card.p4).
-MAX_TRACE_ENTRIES = 24
 #: Bytes the cards may add to a host's frame: routing header plus a full trace stack.
-ENCAPSULATION_OVERHEAD = TWINNET_HEADER_BYTES + MAX_TRACE_ENTRIES * TRACE_ENTRY_BYTES
+ENCAPSULATION_OVERHEAD = TWINNET_HEADER_BYTES + MAX_TRACE * TRACE_ENTRY_BYTES
 #: The IP MTU of hosts: plain IP packets are at most this long.
 HOST_IP_MTU = 1500
 #: Device MTU of every veth (card-card and host-card): a traced, encapsulated 1500-byte packet fits.

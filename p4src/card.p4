@@ -16,11 +16,11 @@
 /* ---------------------------------------------------------------- constants */
 
 /* Trace entries a packet can carry.  Every card a packet crosses appends one,
- * so this bounds the path length in cards (see README: 24 covers the longest
- * paths the emulation accepts, 18 cards for DORT on a 3DT 8x8x8).  Override
+ * so this bounds the path length in cards (see README: 40 covers the longest
+ * paths of the papers' 1,024-PE networks, 33 cards for DOR on a 32x32 2D torus).  Override
  * with -DTW_MAX_TRACE=N; emulation/packets.py must agree. */
 #ifndef TW_MAX_TRACE
-#define TW_MAX_TRACE 24
+#define TW_MAX_TRACE 40
 #endif
 
 /* Hop limit of a card whose card_config default action the controller has not

@@ -27,7 +27,7 @@ TRACE_ENTRY_LEN = 16
 #: embedded switch's lossless accounting (``twinnet-switch --pfc-class-field``).
 PFC_CLASS_FIELD = f"{ETHERTYPE_TWINNET:#x},{14 + 6},{14 + TWINNET_HEADER_LEN + 6},0x0f"
 #: Trace entries a packet can carry (``TW_MAX_TRACE`` in card.p4): the highest useful hop limit.
-MAX_TRACE = 24
+MAX_TRACE = 40
 #: Default hop limit of a card (``TW_DEFAULT_HOP_LIMIT`` in card.p4).
 DEFAULT_HOP_LIMIT = MAX_TRACE
 #: Cards a packet may visit beyond the longest model path before it is dropped as hop_limit.

@@ -35,7 +35,7 @@ IDS = [f"{Path(v['file']).stem}:{v['name']}" for v in VECTORS]
 # The layout and rules of p4src/README.md, written out again on purpose.
 ETH_LEN, TW_LEN, ENTRY_LEN, IPV4_LEN = 14, 20, 16, 20
 TWINNET, IPV4 = 0x88B5, 0x0800
-MAX_TRACE = 24
+MAX_TRACE = 40
 REASONS = {
     "malformed": 1,
     "unknown_type": 2,
