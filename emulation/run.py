@@ -111,8 +111,6 @@ def plan_run(
     ``check_load=False`` skips the CPU headroom of the plan's own schedule, for callers that never
     send it (a sweep checks each of its loads itself).
     """
-    from emulation.capacity import CapacityError, check_memory
-    from emulation.switch_groups import GroupError
     from emulation.switches import SwitchError, select_target
 
     if need_root and os.geteuid() != 0:
@@ -124,6 +122,8 @@ def plan_run(
     except SwitchError as error:
         raise RunInputError(str(error)) from error
     _check_lossless(settings, switch_class.target_name)
+    if settings.check_capacity:  # before anything is allocated: every card routes to every PE at least once
+        _check_memory(topology, switch_class, settings, entries=len(topology.cards) * len(topology.hosts))
     try:
         traffic = make_traffic(settings.traffic, topology, **settings.pattern_options)
     except ValueError as error:
@@ -141,15 +141,7 @@ def plan_run(
         raise RunInputError(f"--routing: {error}") from error
     summary = ""
     if settings.check_capacity:  # the cards' memory grows with their tables: checked with them
-        try:
-            summary = check_memory(
-                topology,
-                switch_class.memory_plan(len(topology.cards), settings.switch_processes, settings.control),
-                switch_class.target_name,
-                entries=len(tables),
-            ).summary()
-        except (CapacityError, GroupError) as error:
-            raise RunInputError(str(error)) from error
+        summary = _check_memory(topology, switch_class, settings, entries=len(tables))
     queues = tables.queues_per_port()
     if queues > PRIORITY_QUEUES:
         raise RunInputError(
@@ -215,6 +207,22 @@ def _check_lossless(settings: RunSettings, target: str) -> None:
         raise RunInputError(
             f"--deadlock-after must be a positive number of seconds, got {settings.deadlock_after}"
         )
+
+
+def _check_memory(topology: Topology, switch_class, settings: RunSettings, entries: int) -> str:
+    """The memory estimate's summary with ``entries`` table entries, or RunInputError if it does not fit."""
+    from emulation.capacity import CapacityError, check_memory
+    from emulation.switch_groups import GroupError
+
+    try:
+        return check_memory(
+            topology,
+            switch_class.memory_plan(len(topology.cards), settings.switch_processes, settings.control),
+            switch_class.target_name,
+            entries=entries,
+        ).summary()
+    except (CapacityError, GroupError) as error:
+        raise RunInputError(str(error)) from error
 
 
 def lossless_switch_arguments(settings: RunSettings) -> list[str]:
