@@ -135,7 +135,7 @@ def run_analysis(
     from controller.analysis.memory import check_memory
     from controller.analysis.progress import Progress
     from controller.analysis.report import build_report, write_paths
-    from controller.analysis.stream import blocks_of, gather, gather_parallel, spec_blocks
+    from controller.analysis.stream import blocks_of, follow, gather, gather_parallel, spec_blocks
 
     if paths_out:
         workers = 1  # the paths file lists the paths in table order: one process writes it
@@ -154,8 +154,10 @@ def run_analysis(
     try:
         if workers > 1:
             totals = gather_parallel(spec, traffic, workers, on_block=on_block)
-        else:
+        elif out is not None:  # the paths file needs every path: the blocks' tables walked whole
             totals = gather(spec.tables([[]] * 7), spec_blocks(spec), traffic, on_block=on_block)
+        else:
+            totals = follow(spec, traffic, on_block=on_block)
     except BaseException:
         if out is not None:
             out.close()

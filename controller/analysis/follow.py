@@ -1,0 +1,302 @@
+"""The analysis of one block of destinations followed on its cards, from the builder's grids.
+
+Every card decides once per (destination, class) whatever the ingress port, so
+the tables' forwarding relation of a destination is a tree of cards: a card's
+entries (one per ingress port on a path) all send on the card's egress link to
+the next card. Remaining links, path counts, loads and channel dependencies are
+therefore followed on the (destination, class, card) grid of
+``TableSpec.grids`` (half the cells of the entries, no successor look-up), and
+only the per-link and per-channel load sums go over the entries, in table order,
+so that every figure is the one ``AllPairs`` + ``Totals.add`` give bit for bit:
+
+* an entry's load is its path's weight (first hop) or the load of the card it
+  comes from, and a card's load is its first hops' weights added in port order,
+  then its inner entries' loads in port order (``AllPairs.loads``'s order);
+* link and channel loads add the entries' loads one by one in table order.
+
+A ``refine`` step (ingress-dependent VC and use: DESTRO's descending crossings)
+makes VCs, queues and uses per entry: those are then read from the compacted
+block, the very entries the installer writes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from controller.analysis.paths import AllPairs
+from controller.analysis.totals import CROSSING_USES, Totals
+from controller.routing.builder import BlockGrids, TableSpec
+from controller.routing.network import EXTERNAL, HOST, INTERNAL
+from controller.routing.table import QUEUE_BY_CLASS_AND_VC
+
+
+class CardFollow:
+    """Per-spec constants of the follow: host ports by card and class, in port order."""
+
+    def __init__(self, spec: TableSpec) -> None:
+        net = spec.network
+        self.spec = spec
+        self.width = net.max_port + 1
+        self.cards = net.num_cards
+        self.classes = spec.num_classes
+        #: per class, a (slots, cards) array of the source PEs of that class on each card, in port order (-1)
+        self.slots: list[np.ndarray] = []
+        #: per class, the number of its source PEs on each card
+        self.sources = np.zeros((self.classes, self.cards), dtype=np.int64)
+        order = np.lexsort((net.pe_port, net.pe_card))
+        for cls in range(self.classes):
+            pes = order[spec.source_class[order] == cls]
+            cards = net.pe_card[pes]
+            per_card = np.bincount(cards, minlength=self.cards)
+            self.sources[cls] = per_card
+            slot = np.arange(pes.size) - np.searchsorted(cards, cards)  # rank on its card
+            table = np.full((int(per_card.max(initial=0)), self.cards), -1, dtype=np.int64)
+            table[slot, cards] = pes
+            self.slots.append(table)
+
+    def add(self, totals: Totals, grids: BlockGrids, matrix: np.ndarray | None = None) -> None:
+        """Add the block's figures to `totals` (with `matrix`, the traffic's PEs x block weights)."""
+        _Block(self, grids).add(totals, matrix)
+
+
+class _Block:
+    """The grids of one block with what is derived from them; ``add`` puts the figures into Totals."""
+
+    def __init__(self, follow: CardFollow, grids: BlockGrids) -> None:
+        self.follow, self.grids = follow, grids
+        spec, net = follow.spec, follow.spec.network
+        width, cards, classes = follow.width, follow.cards, follow.classes
+        self.count = grids.last - grids.first
+        self.rows = self.count * classes
+        egress, self.vc, self.use = (d.reshape(self.rows, cards) for d in grids.decisions)
+        self.egress = egress
+        self.arrive = grids.arrive.reshape(self.rows, cards)
+        self.reached = grids.reached.reshape(self.rows, cards)
+        self.link = np.arange(cards, dtype=np.int32)[None, :] * np.int32(width) + egress.astype(np.int32)
+        self.kind = net.port_kind.ravel().take(self.link)
+        self.moving = self.reached & (self.arrive >= 0)
+        rowbase = (np.arange(self.rows, dtype=np.int32) * np.int32(cards))[:, None]
+        #: the (destination, class, card) cell each cell's packets go to next
+        self.parent = rowbase + self.arrive // np.int32(width)
+        # sources per cell: the class's PEs on the card, but not the destination itself
+        sources = np.broadcast_to(follow.sources[None, :, :], (self.count, classes, cards)).copy()
+        dsts = np.arange(grids.first, grids.last)
+        own = spec.source_class[dsts].astype(np.int64)
+        sources[np.arange(self.count), own, net.pe_card[dsts]] -= 1
+        self.sources = sources.reshape(self.rows, cards)
+        self.queue = self.vc
+        if spec.queue_rule == QUEUE_BY_CLASS_AND_VC:
+            cls = np.tile(np.arange(classes, dtype=np.int16), self.count)[:, None]
+            self.queue = 2 * cls + self.vc
+        self._remaining()
+
+    # -- the tree of each destination ---------------------------------------------------------------
+
+    def _remaining(self) -> None:
+        """External and internal links from each reached card to delivery, by pointer doubling on the
+        cards; a pointer that never reaches delivery is a loop (AllPairs of the block then names it)."""
+        size = self.rows * self.follow.cards
+        sink = size
+        packed = np.where(self.kind == EXTERNAL, np.int32(1 << 16), np.int32(0))
+        packed += self.kind == INTERNAL
+        packed[~self.reached] = 0
+        pointer = np.append(np.where(self.moving, self.parent, sink).ravel(), np.int32(sink))
+        value = np.append(packed.ravel(), np.int32(0))
+        for _ in range(math.ceil(math.log2(max(2, size))) + 1):
+            if (pointer == sink).all():
+                break
+            value += value[pointer]
+            pointer = pointer[pointer]
+        if (pointer != sink).any():
+            grids = self.grids
+            AllPairs(grids.tables(), grids.first, grids.last)  # raises RoutingLoopError with a pair
+            raise AssertionError("a loop in the grids that the block's tables do not show")
+        value = value[:size].reshape(self.rows, -1)
+        self.rest_external, self.rest_internal = value >> 16, value & ((1 << 16) - 1)
+
+    def _card_loads(self, heads: np.ndarray) -> np.ndarray:
+        """Load through each cell when its first hops carry `heads` (added in port order): the cell's
+        first hops, then the cells that send to it, in the order of the ports they arrive on."""
+        width = self.follow.width
+        load = heads.ravel()
+        depth = (self.rest_external + self.rest_internal).ravel()
+        inner = np.flatnonzero(self.moving.ravel())
+        if not inner.size:
+            return load
+        top = int(depth[inner].max())
+        key = (top - depth[inner]) * width + self.arrive.ravel()[inner] % width
+        rank = np.argsort(key.astype(np.uint16 if (top + 1) * width < 1 << 16 else np.int64), kind="stable")
+        order = inner[rank]
+        levels = np.split(order, np.flatnonzero(np.diff(depth[order])) + 1)
+        parent = self.parent.ravel()
+        for level in levels:
+            np.add.at(load, parent[level], load[level])
+        return load
+
+    def _head_weights(self, matrix: np.ndarray) -> np.ndarray:
+        """First hops' weights per cell added in port order (0.0 + w1 + w2 ...), from the PEs x block
+        weight matrix (a PE's weight to itself is 0 there, so adding it changes nothing)."""
+        follow = self.follow
+        heads = np.zeros((self.count, follow.classes, follow.cards))
+        for cls, slots in enumerate(follow.slots):
+            for pes in slots:
+                has = np.flatnonzero(pes >= 0)
+                heads[:, cls, has] += matrix[pes[has], :].T
+        return heads.reshape(self.rows, follow.cards)
+
+    # -- per entry (table order) --------------------------------------------------------------------
+
+    def _entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(cell of each entry's card, link id card * width + ingress port, is a first hop), table order."""
+        width, cards = self.follow.width, self.follow.cards
+        cell = np.flatnonzero(self.grids.present)
+        if cell.size and cell[-1] < 1 << 31:
+            cell = cell.astype(np.int32)
+        at = cell // width
+        port = cell - at * width
+        card = at % cards
+        arrival = card * width + port
+        first = self.follow.spec.network.port_kind.ravel()[arrival] == HOST
+        return at, arrival, first
+
+    def _entry_loads(
+        self, at: np.ndarray, arrival: np.ndarray, first: np.ndarray, load: np.ndarray, matrix: np.ndarray
+    ) -> np.ndarray:
+        """Each entry's load: its path's weight (first hop) or the load of the cell it comes from."""
+        net = self.follow.spec.network
+        cards = self.follow.cards
+        card = at % cards
+        came_from = (at - card) + net.peer_card.ravel()[arrival]
+        column = at // (cards * self.follow.classes)
+        values = load[np.where(first, 0, came_from)]
+        heads = np.flatnonzero(first)
+        values[heads] = matrix[net.host_at.ravel()[arrival[heads]], column[heads]]
+        return values
+
+    # -- the figures --------------------------------------------------------------------------------
+
+    def add(self, totals: Totals, matrix: np.ndarray | None) -> None:
+        spec = self.follow.spec
+        cards = self.follow.cards
+        inbound = self.sources + np.bincount(
+            self.parent[self.moving], minlength=self.rows * cards
+        ).reshape(self.rows, cards)
+        totals.entries += int(inbound.sum())
+        totals.entries_per_card += inbound.sum(axis=0)
+        self._add_hops(totals)
+        refined = spec.refine is not None
+        tables = self.grids.tables() if refined else None
+        entries = self._entries() if (refined or matrix is not None) else None
+        if tables is not None and entries is not None:
+            at = entries[0]
+            queue = tables.queues()
+            kind = self.kind.ravel()[at]
+            totals.vc_use += np.bincount(kind.astype(np.int32) * 256 + tables.vc, minlength=totals.vc_use.size)
+        else:
+            reached = self.reached
+            queue = self.queue[reached]
+            codes = self.kind[reached].astype(np.int32) * 256 + self.vc[reached]
+            used = np.bincount(codes, weights=inbound[reached], minlength=totals.vc_use.size)
+            totals.vc_use += np.rint(used).astype(np.int64)
+        top = int(queue.max(initial=-1))
+        totals.max_queue = max(totals.max_queue, top)
+        if refined:
+            self._add_entry_dependencies(totals, entries, queue)
+        else:
+            self._add_dependencies(totals)
+        unit = None
+        if totals.crossings_per_card is not None:
+            unit = self._card_loads(self.sources.astype(np.float64))
+            if tables is not None and entries is not None:
+                at, arrival, first = entries
+                ones = np.broadcast_to(1.0, (spec.network.num_pes, self.count))
+                per_entry = self._entry_loads(at, arrival, first, unit, ones)
+                crossing = np.isin(tables.use, CROSSING_USES)
+                totals.crossings_per_card += np.bincount(
+                    tables.card_id[crossing], weights=per_entry[crossing], minlength=cards
+                )
+            else:
+                crossing = np.isin(self.use, CROSSING_USES) & self.reached
+                totals.crossings_per_card += np.bincount(
+                    np.nonzero(crossing)[1], weights=unit.reshape(self.rows, cards)[crossing], minlength=cards
+                )
+        if matrix is not None and totals.link_load is not None and totals.channel_load is not None:
+            assert entries is not None
+            at, arrival, first = entries
+            load = self._card_loads(self._head_weights(matrix))
+            values = self._entry_loads(at, arrival, first, load, matrix)
+            link = self.link.ravel()[at]
+            totals.link_load = _running_sum(totals.link_load, link, values)
+            if top >= totals.queue_stride:
+                totals._widen(top + 1)
+            dtype = np.int32 if totals.channel_load.size < 1 << 31 else np.int64
+            entry_queue = queue if refined else self.queue.ravel()[at]
+            channel = link.astype(dtype) * totals.queue_stride + entry_queue
+            totals.channel_load = _running_sum(totals.channel_load, channel, values)
+
+    def _add_hops(self, totals: Totals) -> None:
+        sources = self.sources
+        totals.paths += int(sources.sum())
+        some = sources > 0
+        if not some.any():
+            return
+        external, internal = self.rest_external[some], self.rest_internal[some]
+        weight = sources[some]
+        links = external + internal
+        totals.external_sum += int((weight * external).sum())
+        totals.internal_sum += int((weight * internal).sum())
+        totals.links_sum += int((weight * links).sum())
+        totals.external_max = max(totals.external_max, int(external.max()))
+        totals.internal_max = max(totals.internal_max, int(internal.max()))
+        totals.links_max = max(totals.links_max, int(links.max()))
+        totals.paths_with_internal += int(weight[internal > 0].sum())
+
+    def _add_dependencies(self, totals: Totals) -> None:
+        """Channels and dependencies per cell: a card's entries share its channel; the next card's
+        entry from it holds the dependency's second channel."""
+        found = totals.dependencies
+        reached = self.reached
+        if not reached.any():
+            return
+        found._grow(int(self.queue[reached].max()) + 1)
+        s, width = found.stride, self.follow.width
+        dtype = np.int32 if found.edge_flags.size < 1 << 31 else np.int64
+        card_link = reached & (self.kind != HOST)
+        channel = self.link.astype(dtype) * s + self.queue
+        found.channel_flags[channel[card_link]] = True
+        parent = np.where(card_link, self.parent, 0).ravel()
+        follows = card_link.ravel() & card_link.ravel()[parent]
+        tail = (self.egress.astype(dtype) * s + self.queue).ravel()
+        spare = found.edge_flags.size - 1
+        found.edge_flags[np.where(follows, channel.ravel() * (width * s) + tail[parent], spare)] = True
+
+    def _add_entry_dependencies(self, totals: Totals, entries, queue: np.ndarray) -> None:
+        """Channels and dependencies per entry (VCs that depend on the ingress port)."""
+        found = totals.dependencies
+        at, arrival, first = entries
+        if not at.size:
+            return
+        found._grow(int(queue.max()) + 1)
+        s, width = found.stride, self.follow.width
+        dtype = np.int32 if found.edge_flags.size < 1 << 31 else np.int64
+        link = self.link.ravel()[at].astype(dtype)
+        card_link = self.kind.ravel()[at] != HOST
+        channel = link * s + queue
+        found.channel_flags[channel[card_link]] = True
+        # the entry each entry leads to: the marked cell at the far end of its card's egress link
+        rank = np.cumsum(self.grids.present, dtype=np.int32 if at.size < 1 << 31 else np.int64) - 1
+        cards = self.follow.cards
+        rowbase = (at - at % cards) * width
+        after = rank[np.where(card_link, rowbase + self.arrive.ravel()[at], 0)]
+        follows = card_link & card_link[after]
+        tail = self.egress.ravel()[at].astype(dtype) * s + queue
+        spare = found.edge_flags.size - 1
+        found.edge_flags[np.where(follows, channel * (width * s) + tail[after], spare)] = True
+
+
+def _running_sum(total: np.ndarray, index: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``total`` with ``weights`` added at ``index`` one after the other, in place."""
+    np.add.at(total, index, weights)
+    return total
