@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from controller.analysis.follow import CardFollow
+from controller.analysis.follow import FOLLOW_CELLS, CardFollow
 from controller.analysis.paths import AllPairs
 from controller.analysis.totals import Totals
 from controller.analysis.traffic import Traffic
@@ -78,7 +78,7 @@ def follow(
     fattree = spec.network.topology.family == "twin-fattree"
     totals = Totals(net, spec.num_classes, traffic=traffic is not None, unit_loads=fattree)
     cards = CardFollow(spec)
-    for first, last in spec.ranges() if ranges is None else ranges:
+    for first, last in spec.ranges(spec.default_block(FOLLOW_CELLS)) if ranges is None else ranges:
         matrix = traffic.pair_weights(first, last, net.num_pes) if traffic is not None else None
         cards.add(totals, spec.grids(first, last), matrix)
         if on_block is not None:
@@ -131,16 +131,19 @@ def gather_parallel(
     return totals
 
 
-def _per_block(spec: TableSpec, workers: int) -> int | None:
-    """Destinations per block: the default, or fewer so that each of several workers gets four blocks."""
+def _per_block(spec: TableSpec, workers: int) -> int:
+    """Destinations per block of the follow: the default, or fewer so that each of several workers gets
+    four blocks."""
+    most = spec.default_block(FOLLOW_CELLS)
     if workers <= 1:
-        return None
-    return max(1, min(spec.default_block(ANALYSIS_CELLS), -(-spec.network.num_pes // (4 * workers))))
+        return most
+    return max(1, min(most, -(-spec.network.num_pes // (4 * workers))))
 
 
-def blocks_of(spec: TableSpec, workers: int = 1) -> int:
-    """Number of blocks an analysis on `workers` processes goes through (for its progress bar)."""
-    return len(spec.ranges(_per_block(spec, workers)))
+def blocks_of(spec: TableSpec, workers: int = 1, follow: bool = True) -> int:
+    """Number of blocks an analysis on `workers` processes goes through (for its progress bar); with
+    ``follow=False``, of the walk of every path (``spec_blocks``, one process)."""
+    return len(spec.ranges(_per_block(spec, workers) if follow else None))
 
 
 def _worker(

@@ -101,7 +101,7 @@ class TableSpec:
         return self.grids(first, last).tables()
 
     def grids(self, first: int, last: int) -> BlockGrids:
-        """The decisions and entry marks of destinations [first, last): the block's tables before compaction."""
+        """Decisions and entry marks of destinations [first, last): the block's tables before compaction."""
         present, decisions, arrive, reached = _entry_cells(self, np.arange(first, last, dtype=np.int64))
         return BlockGrids(self, first, last, present, decisions, arrive, reached)
 

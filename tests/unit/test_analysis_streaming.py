@@ -68,7 +68,7 @@ def test_streaming_report_equals_the_all_paths_reference(label, build, algorithm
 
 
 @pytest.mark.parametrize(("label", "build", "algorithm", "patterns"), NETWORKS, ids=[n[0] for n in NETWORKS])
-def test_the_follow_on_cards_gives_the_reference_report_bit_for_bit(label, build, algorithm, patterns) -> None:
+def test_the_follow_on_cards_gives_the_reference_report_bit_for_bit(label, build, algorithm, patterns):
     from controller.analysis.stream import follow
 
     topology = build()
@@ -79,7 +79,8 @@ def test_the_follow_on_cards_gives_the_reference_report_bit_for_bit(label, build
         old = json.dumps(reference_analyze(tables, traffic))
         for per_block in (None, 1, 5):
             totals = follow(spec, traffic, spec.ranges(per_block))
-            assert json.dumps(build_report(spec.tables([[]] * 7), totals, traffic)) == old, (pattern, per_block)
+            new = build_report(spec.tables([[]] * 7), totals, traffic)
+            assert json.dumps(new) == old, (pattern, per_block)
 
 
 def test_the_follow_on_cards_refuses_a_loop_as_the_tables_walk_does() -> None:
