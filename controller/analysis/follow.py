@@ -205,6 +205,23 @@ class _Block:
         values[heads] = matrix[net.host_at.ravel()[arrival[heads]], column[heads]]
         return values
 
+    def _refine_changes(self) -> bool:
+        """Does ``refine`` give some entry of the block another VC or use than its card's decision?
+        (If not, the block is followed per card; else per entry, from the compacted tables.)"""
+        follow = self.follow
+        cell = np.flatnonzero(self.grids.present)
+        if not cell.size:
+            return False
+        cell = cell.astype(np.int32) if cell[-1] < 1 << 31 else cell
+        at = cell // follow.width
+        ingress = (cell - at * follow.width).astype(np.int16)
+        row = at // follow.cards
+        card = at - row * follow.cards
+        dsts = (row // follow.classes + self.grids.first).astype(np.int32)
+        vc, use = self.vc.ravel()[at], self.use.ravel()[at]
+        refined = follow.spec.refine(card, ingress, dsts, self.egress.ravel()[at], vc, use)  # type: ignore[misc]
+        return bool(np.any(refined[0] != vc) or np.any(refined[1] != use))
+
     # -- the figures --------------------------------------------------------------------------------
 
     def add(self, totals: Totals, matrix: np.ndarray | None) -> None:
@@ -216,7 +233,7 @@ class _Block:
         totals.entries += int(inbound.sum())
         totals.entries_per_card += inbound.sum(axis=0)
         self._add_hops(totals)
-        refined = spec.refine is not None
+        refined = spec.refine is not None and self._refine_changes()
         tables = self.grids.tables() if refined else None
         entries = self._entries() if refined else None
         if tables is not None and entries is not None:
@@ -296,14 +313,17 @@ class _Block:
         dtype = np.int32 if totals.channel_load.size < 1 << 31 else np.int64
         channel = self.link.astype(dtype) * s + self.queue
         link_load, channel_load = totals.link_load, totals.channel_load
-        ports = follow.ports.tolist()
+        used = np.zeros((self.rows, width), dtype=bool)  # per row, the ports with an entry
+        used[np.nonzero(inner)[0], follow.port_of_link[self.arrive[inner]]] = True
+        for cls, (slot, _) in enumerate(follow.host_slots):
+            used[cls :: follow.classes, np.unique(slot // cards)] = True
+        running = np.empty((2, cards))
         for row in range(self.rows):
-            plane_of_row = grid[row]
-            for index, into in ((self.link[row], link_load), (channel[row], channel_load)):
-                running = into[index]
-                for port in ports:
-                    running += plane_of_row[port]
-                into[index] = running
+            links, channels = self.link[row], channel[row]
+            running[0], running[1] = link_load[links], channel_load[channels]
+            for port in np.flatnonzero(used[row]).tolist():
+                running += grid[row, port]  # one addition after the other, in port order
+            link_load[links], channel_load[channels] = running[0], running[1]
         values[target] = 0.0
         for at in hosts:
             values[at] = 0.0
