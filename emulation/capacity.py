@@ -81,7 +81,8 @@ def estimate_memory(
     topology: Topology, switches: SwitchMemory, available_mb: float | None = None
 ) -> MemoryEstimate:
     return MemoryEstimate(
-        cards_mb=len(topology.cards) * switches.card_mb + switches.processes * switches.process_mb,
+        cards_mb=len(topology.cards) * switches.card_mb
+        + switches.processes * switches.process_mb,
         hosts_mb=len(topology.hosts) * (NODE_SHELL_MB + NAMESPACE_MB),
         links_mb=len(topology.links) * VETH_PAIR_MB,
         builder_mb=BUILDER_MB,

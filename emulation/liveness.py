@@ -73,7 +73,9 @@ def process_healthy(group: Any, timeout: float = ANSWER_TIMEOUT_S) -> ProcessHea
         return ProcessHealth(False)
     cards = answer.get("cards") or {}
     dead = {
-        card.name for card in group.cards if not (cards.get(str(card.device_id)) or {}).get("alive", False)
+        card.name
+        for card in group.cards
+        if not (cards.get(str(card.device_id)) or {}).get("alive", False)
     }
     return ProcessHealth(loop_healthy(answer), dead)
 
