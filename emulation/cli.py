@@ -34,25 +34,39 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every sub-command; with `command`, only that one's module is imported for its
+    options (the others are listed by name: importing e.g. scapy for ``analyze`` would cost seconds)."""
     parser = argparse.ArgumentParser(
         prog="twinnet",
         description="Emulate interconnection networks of twin switches with P4 cards.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        module = importlib.import_module(module_name)
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        module.add_arguments(sub)
-        sub.set_defaults(_module=module)
+        if command is None or name == command:
+            module = importlib.import_module(module_name)
+            module.add_arguments(sub)
+            sub.set_defaults(_module=module)
     return parser
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The sub-command named in `argv` (its first word that is one), or None."""
+    for word in argv:
+        if word in SUBCOMMANDS:
+            return word
+        if not word.startswith("-"):
+            return None
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one sub-command; bad input and environment problems (twinnet's and the switch's errors,
     ValueError, OSError) end as one line ``twinnet COMMAND: error: ...`` and exit status 2."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_command_of(words))
+    args = parser.parse_args(words)
     try:
         return int(args._module.main(args) or 0)
     except BrokenPipeError:  # output piped into `head` and the like: not an error

@@ -4,7 +4,7 @@
     twinnet analyze fattree --k 4 --n 3 --twin --routing destro --traffic bit-reversal
     twinnet analyze ndt --dims 4x4x4 --routing dort --pair 1 40
 
-    twinnet analyze ndt --dims 16x16x16 --routing dort --traffic uniform --workers 2
+    twinnet analyze ndt --dims 16x16x16 --routing dort --traffic uniform --workers 1
 
 Takes the same topology arguments as ``twinnet topo``. The JSON fields, their
 units and scopes are listed under "units" in the output (see
@@ -12,7 +12,9 @@ controller/analysis/report.py). The tables are built and analysed one block of
 destinations at a time (controller/analysis/stream.py), so memory stays
 bounded; a network whose analysis would not fit in the available memory is
 refused before anything is allocated, and runs over a second show a progress
-bar on a terminal.
+bar on a terminal. Networks of 4,096 PEs or more are shared by one process per
+CPU unless ``--workers`` says otherwise (``--workers 1``: loads bit for bit
+those of the whole tables; more: within 1e-12).
 """
 
 from __future__ import annotations
@@ -82,10 +84,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--workers",
         type=_positive,
-        default=1,
-        help="processes sharing the blocks of destinations (default 1; more: loads may differ in the "
-        "last bits, within 1e-12)",
+        default=None,
+        help=f"processes sharing the blocks of destinations (default: 1 below {PARALLEL_FROM:,} PEs, "
+        "else one per CPU as memory allows; more than 1: loads may differ in the last bits, within 1e-12)",
     )
+
+
+#: networks of at least this many PEs are analysed by one process per CPU unless --workers says otherwise
+PARALLEL_FROM = 4096
+
+
+def default_workers(spec: TableSpec, traffic: Traffic | None) -> int:
+    """One process below PARALLEL_FROM PEs (the report bit for bit that of the whole tables), else one
+    per usable CPU, fewer if the memory estimate of that many would not fit."""
+    from controller.analysis.memory import available, estimate
+
+    if spec.network.num_pes < PARALLEL_FROM:
+        return 1
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    have = available()
+    while workers > 1 and estimate(spec, traffic, workers) > have:
+        workers -= 1
+    return max(1, workers)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -149,20 +169,23 @@ def print_pair(spec: TableSpec, src: int, dst: int) -> None:
 
 
 def run_analysis(
-    spec: TableSpec, traffic: Traffic | None, paths_out: str | None = None, workers: int = 1
+    spec: TableSpec, traffic: Traffic | None, paths_out: str | None = None, workers: int | None = 1
 ) -> dict:
     """The report of `spec`'s tables, built block by block (paths streamed to `paths_out`), with a
-    progress bar on a terminal; refuses first, in one line, a network whose analysis would not fit."""
+    progress bar on a terminal; refuses first, in one line, a network whose analysis would not fit.
+    ``workers=None`` chooses (``default_workers``)."""
     from controller.analysis.memory import check_memory
     from controller.analysis.progress import Progress
     from controller.analysis.report import build_report, write_paths
-    from controller.analysis.stream import blocks_of, gather, gather_parallel, spec_blocks
+    from controller.analysis.stream import blocks_of, follow, gather, gather_parallel, spec_blocks
 
     if paths_out:
         workers = 1  # the paths file lists the paths in table order: one process writes it
+    elif workers is None:
+        workers = default_workers(spec, traffic)
     check_memory(spec, traffic, workers)
-    progress = Progress(blocks_of(spec, workers))
     out = open(paths_out, "w", encoding="utf-8") if paths_out else None  # noqa: SIM115
+    progress = Progress(blocks_of(spec, workers, follow=out is None))
     done = 0
 
     def on_block(pairs: AllPairs | None) -> None:
@@ -175,8 +198,10 @@ def run_analysis(
     try:
         if workers > 1:
             totals = gather_parallel(spec, traffic, workers, on_block=on_block)
-        else:
+        elif out is not None:  # the paths file needs every path: the blocks' tables walked whole
             totals = gather(spec.tables([[]] * 7), spec_blocks(spec), traffic, on_block=on_block)
+        else:
+            totals = follow(spec, traffic, on_block=on_block)
     except BaseException:
         if out is not None:
             out.close()

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
+from controller.analysis.follow import FOLLOW_CELLS, CardFollow
 from controller.analysis.paths import AllPairs
 from controller.analysis.totals import Totals
 from controller.analysis.traffic import Traffic
@@ -62,6 +63,29 @@ def gather(
     return totals
 
 
+def follow(
+    spec: TableSpec,
+    traffic: Traffic | None = None,
+    ranges: list[tuple[int, int]] | None = None,
+    on_block: Callable[[AllPairs | None], None] | None = None,
+) -> Totals:
+    """``gather`` over the spec's blocks followed on their cards (controller/analysis/follow.py): the
+    same Totals, from the builder's grids of each block instead of its compacted entries' paths.
+
+    ``on_block`` is called with None after each block (no paths are made).
+    """
+    net = spec.network
+    fattree = spec.network.topology.family == "twin-fattree"
+    totals = Totals(net, spec.num_classes, traffic=traffic is not None, unit_loads=fattree)
+    cards = CardFollow(spec)
+    for first, last in spec.ranges(spec.default_block(FOLLOW_CELLS)) if ranges is None else ranges:
+        matrix = traffic.pair_weights(first, last, net.num_pes) if traffic is not None else None
+        cards.add(totals, spec.grids(first, last), matrix)
+        if on_block is not None:
+            on_block(None)
+    return totals
+
+
 def gather_parallel(
     spec: TableSpec,
     traffic: Traffic | None,
@@ -107,27 +131,27 @@ def gather_parallel(
     return totals
 
 
-def _per_block(spec: TableSpec, workers: int) -> int | None:
-    """Destinations per block: the default, or fewer so that each of several workers gets four blocks."""
+def _per_block(spec: TableSpec, workers: int) -> int:
+    """Destinations per block of the follow: the default, or fewer so that each of several workers gets
+    four blocks."""
+    most = spec.default_block(FOLLOW_CELLS)
     if workers <= 1:
-        return None
-    return max(1, min(spec.default_block(ANALYSIS_CELLS), -(-spec.network.num_pes // (4 * workers))))
+        return most
+    return max(1, min(most, -(-spec.network.num_pes // (4 * workers))))
 
 
-def blocks_of(spec: TableSpec, workers: int = 1) -> int:
-    """Number of blocks an analysis on `workers` processes goes through (for its progress bar)."""
-    return len(spec.ranges(_per_block(spec, workers)))
+def blocks_of(spec: TableSpec, workers: int = 1, follow: bool = True) -> int:
+    """Number of blocks an analysis on `workers` processes goes through (for its progress bar); with
+    ``follow=False``, of the walk of every path (``spec_blocks``, one process)."""
+    return len(spec.ranges(_per_block(spec, workers) if follow else None))
 
 
 def _worker(
     spec: TableSpec, traffic: Traffic | None, ranges: list[tuple[int, int]], worker: int, queue
 ) -> None:
-    """One worker's share: its blocks gathered, a message per block, then its Totals (or the error)."""
+    """One worker's share: its blocks followed, a message per block, then its Totals (or the error)."""
     try:
-        blocks = ((first, last, spec.block(first, last)) for first, last in ranges)
-        totals = gather(
-            spec.tables([[]] * 7), blocks, traffic, on_block=lambda pairs: queue.put(("block", worker, None))
-        )
+        totals = follow(spec, traffic, ranges, on_block=lambda _: queue.put(("block", worker, None)))
         queue.put(("totals", worker, totals))
     except BaseException as error:  # noqa: BLE001 - sent to the parent, which raises it
         queue.put(("error", worker, error))

@@ -98,7 +98,15 @@ class TableSpec:
 
     def block(self, first: int, last: int) -> RoutingTables:
         """The entries of the tables whose destination PE is in [first, last), sorted as the tables are."""
-        present, decisions = _entry_cells(self, np.arange(first, last, dtype=np.int64))
+        return self.grids(first, last).tables()
+
+    def grids(self, first: int, last: int) -> BlockGrids:
+        """Decisions and entry marks of destinations [first, last): the block's tables before compaction."""
+        present, decisions, arrive, reached = _entry_cells(self, np.arange(first, last, dtype=np.int64))
+        return BlockGrids(self, first, last, present, decisions, arrive, reached)
+
+    def _compact(self, first: int, present: np.ndarray, decisions: tuple[np.ndarray, ...]) -> RoutingTables:
+        """The block's tables: one entry per marked cell, with its card's decision (and ``refine``)."""
         cell = np.flatnonzero(present)
         if present.size < 1 << 31:
             cell = cell.astype(np.int32)
@@ -139,6 +147,31 @@ class TableSpec:
             vc_names=self.vc_names,
             notes=list(self.notes),
         )
+
+
+@dataclass(frozen=True)
+class BlockGrids:
+    """One block's tables as the builder holds them before compaction (what the analysis follows).
+
+    Per (destination, class, card) of the block, shape (count, classes, cards):
+    the decision (``egress``, ``vc``, ``use``), ``arrive`` (the link id
+    card * width + port at the far end of the egress link, -1 at a host) and
+    ``reached`` (some packet of the class gets to the card). ``present`` marks
+    the entries over the dense (destination, class, card, port) cells, in table
+    order: ``tables()`` is exactly ``TableSpec.block(first, last)``.
+    """
+
+    spec: TableSpec
+    first: int
+    last: int
+    present: np.ndarray
+    decisions: tuple[np.ndarray, ...]
+    arrive: np.ndarray
+    reached: np.ndarray
+
+    def tables(self) -> RoutingTables:
+        """The block's route tables (the entries the installer writes for these destinations)."""
+        return self.spec._compact(self.first, self.present, self.decisions)
 
 
 def columns_of(tables: RoutingTables) -> list[np.ndarray]:
@@ -187,7 +220,9 @@ def build_tables(algorithm: str, network: CardNetwork, decide: Decide, **convent
     return table_spec(algorithm, network, decide, **conventions).build()
 
 
-def _entry_cells(spec: TableSpec, dsts: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+def _entry_cells(
+    spec: TableSpec, dsts: np.ndarray
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
     """Entries on paths, marked over the dense (destination, class, card, port) cells of a block.
 
     Per class the rule decides on every card for every destination at once (a
@@ -195,13 +230,16 @@ def _entry_cells(spec: TableSpec, dsts: np.ndarray) -> tuple[np.ndarray, tuple[n
     reached card marks the entry it sends to: the far end of its egress link.
     The source PEs mark their host ports. Returns the marks (in table order,
     plus one spare cell at the end that absorbs the writes of unmarked cells)
-    and the decisions (egress, VC, use) per (destination, class, card).
+    and the decisions (egress, VC, use), the far ends of the egress links and
+    the reached flags per (destination, class, card).
     """
     network, num_classes = spec.network, spec.num_classes
     num_cards, width, count = network.num_cards, network.max_port + 1, dsts.size
     spare = count * num_classes * num_cards * width
     present = np.zeros(spare + 1, dtype=bool)
     decisions = tuple(np.empty((count, num_classes, num_cards), dtype=dtype) for dtype in DTYPES[4:])
+    arrivals = np.empty((count, num_classes, num_cards), dtype=np.int32)
+    reached_all = np.empty((count, num_classes, num_cards), dtype=bool)
     cards = np.arange(num_cards, dtype=np.int32)[None, :]
     arrival = _arrival(network)
     for cls in range(num_classes):
@@ -222,7 +260,9 @@ def _entry_cells(spec: TableSpec, dsts: np.ndarray) -> tuple[np.ndarray, tuple[n
         present[base[own, 0] + host_cell[np.searchsorted(of_class, dsts[own])]] = False
         for grid, value in zip(decisions, (egress, vc, use), strict=True):
             grid[:, cls, :] = value
-    return present[:spare], decisions
+        arrivals[:, cls, :] = arrive
+        reached_all[:, cls, :] = reached
+    return present[:spare], decisions, arrivals, reached_all
 
 
 def _entry_columns(

@@ -115,3 +115,43 @@ def test_failed_analysis_leaves_no_paths_file(capsys, monkeypatch, tmp_path):
     assert main(["analyze", "torus", "--dims", "3x3", "--paths-out", str(out)]) == 2
     assert "packets loop" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_default_workers_one_below_the_threshold_else_one_per_cpu_as_memory_allows(monkeypatch):
+    import os
+
+    import controller.analysis.memory as memory
+    from controller.analysis.cli import PARALLEL_FROM, default_workers
+    from controller.routing import routing_spec
+    from topologies.torus import ndt_torus
+
+    small = routing_spec(ndt_torus((4, 4, 4)), "dort")
+    large = routing_spec(ndt_torus((16, 16, 8)), "dort")
+    assert small.network.num_pes < PARALLEL_FROM <= large.network.num_pes
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    monkeypatch.setattr(memory, "available", lambda: 1 << 50)
+    assert default_workers(small, None) == 1
+    assert default_workers(large, None) == 3
+    # room for two workers' estimate but not three: two
+    monkeypatch.setattr(memory, "available", lambda: memory.estimate(large, None, 2))
+    assert default_workers(large, None) == 2
+    monkeypatch.setattr(memory, "available", lambda: 0)
+    assert default_workers(large, None) == 1
+
+
+def test_the_command_imports_only_the_asked_sub_command(monkeypatch):
+    import importlib
+
+    from emulation import cli
+
+    imported = []
+    real = importlib.import_module
+    monkeypatch.setattr(importlib, "import_module", lambda name: imported.append(name) or real(name))
+    modules = [module for module, _ in cli.SUBCOMMANDS.values()]
+    cli.build_parser("analyze")
+    assert [name for name in imported if name in modules] == ["controller.analysis.cli"]
+    imported.clear()
+    cli.build_parser()  # no sub-command named (e.g. `twinnet --help`): all of them
+    assert [name for name in imported if name in modules] == modules
+    assert cli._command_of(["analyze", "ndt", "--dims", "4x4"]) == "analyze"
+    assert cli._command_of(["--help"]) is None

@@ -67,6 +67,45 @@ def test_streaming_report_equals_the_all_paths_reference(label, build, algorithm
         assert json.dumps(build_report(tables, sliced, traffic)) == json.dumps(old)
 
 
+@pytest.mark.parametrize(("label", "build", "algorithm", "patterns"), NETWORKS, ids=[n[0] for n in NETWORKS])
+def test_the_follow_on_cards_gives_the_reference_report_bit_for_bit(label, build, algorithm, patterns):
+    from controller.analysis.stream import follow
+
+    topology = build()
+    spec = routing_spec(topology, algorithm)
+    tables = spec.build()
+    for pattern in [None, *patterns]:
+        traffic = make_traffic(pattern, topology) if pattern else None
+        old = json.dumps(reference_analyze(tables, traffic))
+        for per_block in (None, 1, 5):
+            totals = follow(spec, traffic, spec.ranges(per_block))
+            new = build_report(spec.tables([[]] * 7), totals, traffic)
+            assert json.dumps(new) == old, (pattern, per_block)
+
+
+def test_the_follow_on_cards_refuses_a_loop_as_the_tables_walk_does() -> None:
+    import numpy as np
+
+    from controller.analysis.stream import follow
+    from controller.routing.builder import table_spec
+    from controller.routing.errors import RoutingLoopError
+    from controller.routing.network import CardNetwork
+
+    net = CardNetwork(torus((4,)))
+    plus = net.port_number(0, "d0+")
+
+    def around(cards, dsts, routing_class):  # always d0+, never delivers: a ring of cards
+        shape = np.broadcast_shapes(np.shape(cards), np.shape(dsts))
+        egress = np.full(shape, plus, dtype=np.int16)
+        return egress, np.zeros(shape, dtype=np.int8), np.zeros(shape, dtype=np.int8)
+
+    spec = table_spec("around", net, around)
+    with pytest.raises(RoutingLoopError, match="packets loop"):
+        follow(spec)
+    with pytest.raises(RoutingLoopError, match="packets loop"):
+        gather(spec.tables([[]] * 7), spec_blocks(spec))
+
+
 @pytest.mark.parametrize("case", [NETWORKS[0], NETWORKS[4], NETWORKS[8]], ids=lambda n: n[0])
 def test_streamed_paths_file_equals_the_reference(case) -> None:
     _, build, algorithm, _ = case
@@ -112,7 +151,7 @@ def test_an_error_in_a_worker_is_raised_by_the_parent(monkeypatch) -> None:
     def broken(*args, **kwargs):
         raise RoutingLoopError("packets loop at card c3")
 
-    monkeypatch.setattr(stream, "AllPairs", broken)  # the forked workers inherit it
+    monkeypatch.setattr(stream, "CardFollow", broken)  # the forked workers inherit it
     spec = routing_spec(torus((4, 4)), "dor")
     with pytest.raises(RoutingLoopError, match="packets loop at card c3"):
         stream.gather_parallel(spec, None, 2)

@@ -1,0 +1,398 @@
+"""The analysis of one block of destinations followed on its cards, from the builder's grids.
+
+Every card decides once per (destination, class) whatever the ingress port, so
+the tables' forwarding relation of a destination is a tree of cards: a card's
+entries (one per ingress port on a path) all send on the card's egress link to
+the next card. Remaining links, path counts, loads and channel dependencies are
+therefore followed on the (destination, class, card) grid of
+``TableSpec.grids`` (half the cells of the entries, no successor look-up), and
+only the per-link and per-channel load sums go over the entries, in table order,
+so that every figure is the one ``AllPairs`` + ``Totals.add`` give bit for bit:
+
+* an entry's load is its path's weight (first hop) or the load of the card it
+  comes from, and a card's load is its first hops' weights added in port order,
+  then its inner entries' loads in port order (``AllPairs.loads``'s order);
+* link and channel loads add the entries' loads one by one in table order.
+
+A ``refine`` step (ingress-dependent VC and use: DESTRO's descending crossings)
+makes VCs, queues and uses per entry: those are then read from the compacted
+block, the very entries the installer writes.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+import numpy as np
+
+from controller.analysis.paths import AllPairs
+from controller.analysis.totals import CROSSING_USES, Totals
+from controller.routing.builder import BlockGrids, TableSpec
+from controller.routing.network import EXTERNAL, HOST, INTERNAL
+from controller.routing.table import QUEUE_BY_CLASS_AND_VC
+
+#: (destination, card) cells per block of the follow: its arrays then stay in the caches
+#: (measured on 3DT 16x16x16: 250k cells ~1.4x faster than 500k, 60k slower again)
+FOLLOW_CELLS = 200_000
+
+
+class CardFollow:
+    """Per-spec constants of the follow: host ports by card and class, in port order."""
+
+    def __init__(self, spec: TableSpec) -> None:
+        net = spec.network
+        self.spec = spec
+        self.width = net.max_port + 1
+        self.cards = net.num_cards
+        self.classes = spec.num_classes
+        #: per class, a (slots, cards) array of the source PEs of that class on each card, in port order (-1)
+        self.slots: list[np.ndarray] = []
+        #: per class, the number of its source PEs on each card
+        self.sources = np.zeros((self.classes, self.cards), dtype=np.int64)
+        order = np.lexsort((net.pe_port, net.pe_card))
+        for cls in range(self.classes):
+            pes = order[spec.source_class[order] == cls]
+            cards = net.pe_card[pes]
+            per_card = np.bincount(cards, minlength=self.cards)
+            self.sources[cls] = per_card
+            slot = np.arange(pes.size) - np.searchsorted(cards, cards)  # rank on its card
+            table = np.full((int(per_card.max(initial=0)), self.cards), -1, dtype=np.int64)
+            table[slot, cards] = pes
+            self.slots.append(table)
+        link = np.arange(self.cards * self.width, dtype=np.int32)
+        #: per link id card * width + port: the port, and port * cards + card (a slot of the load grid)
+        self.port_of_link = link % self.width
+        self.slot_of_link = self.port_of_link * np.int32(self.cards) + link // self.width
+        #: per class, (port * cards + card, PE) of its source PEs
+        self.host_slots = []
+        for cls in range(self.classes):
+            pes = np.flatnonzero(spec.source_class == cls)
+            self.host_slots.append((net.pe_port[pes] * self.cards + net.pe_card[pes], pes))
+        #: the ports some card has, in order
+        self.ports = np.flatnonzero((net.port_kind != 0).any(axis=0))
+        self._buffer = np.zeros(0)
+
+    def buffer(self, size: int) -> np.ndarray:
+        """At least `size` float zeros, kept from block to block (the caller zeroes what it sets)."""
+        if self._buffer.size < size:
+            self._buffer = np.zeros(size)
+        return self._buffer[:size]
+
+    def add(self, totals: Totals, grids: BlockGrids, matrix: np.ndarray | None = None) -> None:
+        """Add the block's figures to `totals` (with `matrix`, the traffic's PEs x block weights)."""
+        _Block(self, grids).add(totals, matrix)
+
+
+class _Block:
+    """The grids of one block with what is derived from them; ``add`` puts the figures into Totals."""
+
+    def __init__(self, follow: CardFollow, grids: BlockGrids) -> None:
+        self.follow, self.grids = follow, grids
+        spec, net = follow.spec, follow.spec.network
+        width, cards, classes = follow.width, follow.cards, follow.classes
+        self.count = grids.last - grids.first
+        self.rows = self.count * classes
+        egress, self.vc, self.use = (d.reshape(self.rows, cards) for d in grids.decisions)
+        self.egress = egress
+        self.arrive = grids.arrive.reshape(self.rows, cards)
+        self.reached = grids.reached.reshape(self.rows, cards)
+        self.link = np.arange(cards, dtype=np.int32)[None, :] * np.int32(width) + egress.astype(np.int32)
+        self.kind = net.port_kind.ravel().take(self.link)
+        self.moving = self.reached & (self.arrive >= 0)
+        rowbase = (np.arange(self.rows, dtype=np.int32) * np.int32(cards))[:, None]
+        #: the (destination, class, card) cell each cell's packets go to next
+        self.parent = rowbase + self.arrive // np.int32(width)
+        # sources per cell: the class's PEs on the card, but not the destination itself
+        sources = np.broadcast_to(follow.sources[None, :, :], (self.count, classes, cards)).copy()
+        dsts = np.arange(grids.first, grids.last)
+        own = spec.source_class[dsts].astype(np.int64)
+        sources[np.arange(self.count), own, net.pe_card[dsts]] -= 1
+        self.sources = sources.reshape(self.rows, cards)
+        self.queue = self.vc
+        if spec.queue_rule == QUEUE_BY_CLASS_AND_VC:
+            cls = np.tile(np.arange(classes, dtype=np.int16), self.count)[:, None]
+            self.queue = 2 * cls + self.vc
+        self._remaining()
+
+    # -- the tree of each destination ---------------------------------------------------------------
+
+    def _remaining(self) -> None:
+        """External and internal links from each reached card to delivery, by pointer doubling on the
+        cards; a pointer that never reaches delivery is a loop (AllPairs of the block then names it)."""
+        size = self.rows * self.follow.cards
+        sink = size
+        packed = np.where(self.kind == EXTERNAL, np.int32(1 << 16), np.int32(0))
+        packed += self.kind == INTERNAL
+        packed[~self.reached] = 0
+        pointer = np.append(np.where(self.moving, self.parent, sink).ravel(), np.int32(sink))
+        value = np.append(packed.ravel(), np.int32(0))
+        for _ in range(math.ceil(math.log2(max(2, size))) + 1):
+            if (pointer == sink).all():
+                break
+            value += value[pointer]
+            pointer = pointer[pointer]
+        if (pointer != sink).any():
+            grids = self.grids
+            AllPairs(grids.tables(), grids.first, grids.last)  # raises RoutingLoopError with a pair
+            raise AssertionError("a loop in the grids that the block's tables do not show")
+        value = value[:size].reshape(self.rows, -1)
+        self.rest_external, self.rest_internal = value >> 16, value & ((1 << 16) - 1)
+
+    def _card_loads(self, heads: np.ndarray) -> np.ndarray:
+        """Load through each cell when its first hops carry `heads` (added in port order): the cell's
+        first hops, then the cells that send to it, in the order of the ports they arrive on."""
+        load = heads.ravel()
+        for cells, parents in self._groups:
+            load[parents] += load[cells]  # a card's children differ in port: no parent twice in a group
+        return load
+
+    @cached_property
+    def _groups(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The cells that send to another card, with those cards' cells, grouped by remaining links
+        (deepest first) and then by the port they arrive on: the order AllPairs.loads adds them in."""
+        width = self.follow.width
+        depth = (self.rest_external + self.rest_internal).ravel()
+        inner = np.flatnonzero(self.moving.ravel())
+        if not inner.size:
+            return []
+        top = int(depth[inner].max())
+        key = (top - depth[inner]) * width + self.follow.port_of_link[self.arrive.ravel()[inner]]
+        key = key.astype(np.uint16 if (top + 1) * width < 1 << 16 else np.int64)
+        rank = np.argsort(key, kind="stable")
+        order = inner[rank]
+        bounds = np.flatnonzero(np.diff(key[rank])) + 1
+        parent = self.parent.ravel()
+        return [(cells, parent[cells]) for cells in np.split(order, bounds)]
+
+    def _head_weights(self, matrix: np.ndarray) -> np.ndarray:
+        """First hops' weights per cell added in port order (0.0 + w1 + w2 ...), from the PEs x block
+        weight matrix (a PE's weight to itself is 0 there, so adding it changes nothing)."""
+        follow = self.follow
+        heads = np.zeros((self.count, follow.classes, follow.cards))
+        for cls, slots in enumerate(follow.slots):
+            for pes in slots:
+                has = np.flatnonzero(pes >= 0)
+                heads[:, cls, has] += matrix[pes[has], :].T
+        return heads.reshape(self.rows, follow.cards)
+
+    # -- per entry (table order) --------------------------------------------------------------------
+
+    def _entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(cell of each entry's card, link id card * width + ingress port, is a first hop), table order."""
+        width, cards = self.follow.width, self.follow.cards
+        cell = np.flatnonzero(self.grids.present)
+        if cell.size and cell[-1] < 1 << 31:
+            cell = cell.astype(np.int32)
+        at = cell // width
+        port = cell - at * width
+        card = at % cards
+        arrival = card * width + port
+        first = self.follow.spec.network.port_kind.ravel()[arrival] == HOST
+        return at, arrival, first
+
+    def _entry_loads(
+        self, at: np.ndarray, arrival: np.ndarray, first: np.ndarray, load: np.ndarray, matrix: np.ndarray
+    ) -> np.ndarray:
+        """Each entry's load: its path's weight (first hop) or the load of the cell it comes from."""
+        net = self.follow.spec.network
+        cards = self.follow.cards
+        card = at % cards
+        came_from = (at - card) + net.peer_card.ravel()[arrival]
+        column = at // (cards * self.follow.classes)
+        values = load[np.where(first, 0, came_from)]
+        heads = np.flatnonzero(first)
+        values[heads] = matrix[net.host_at.ravel()[arrival[heads]], column[heads]]
+        return values
+
+    def _refine_changes(self) -> bool:
+        """Does ``refine`` give some entry of the block another VC or use than its card's decision?
+        (If not, the block is followed per card; else per entry, from the compacted tables.)"""
+        follow = self.follow
+        cell = np.flatnonzero(self.grids.present)
+        if not cell.size:
+            return False
+        cell = cell.astype(np.int32) if cell[-1] < 1 << 31 else cell
+        at = cell // follow.width
+        ingress = (cell - at * follow.width).astype(np.int16)
+        row = at // follow.cards
+        card = at - row * follow.cards
+        dsts = (row // follow.classes + self.grids.first).astype(np.int32)
+        vc, use = self.vc.ravel()[at], self.use.ravel()[at]
+        refined = follow.spec.refine(card, ingress, dsts, self.egress.ravel()[at], vc, use)  # type: ignore[misc]
+        return bool(np.any(refined[0] != vc) or np.any(refined[1] != use))
+
+    # -- the figures --------------------------------------------------------------------------------
+
+    def add(self, totals: Totals, matrix: np.ndarray | None) -> None:
+        spec = self.follow.spec
+        cards = self.follow.cards
+        inbound = self.sources + np.bincount(self.parent[self.moving], minlength=self.rows * cards).reshape(
+            self.rows, cards
+        )
+        totals.entries += int(inbound.sum())
+        totals.entries_per_card += inbound.sum(axis=0)
+        self._add_hops(totals)
+        refined = spec.refine is not None and self._refine_changes()
+        tables = self.grids.tables() if refined else None
+        entries = self._entries() if refined else None
+        if tables is not None and entries is not None:
+            at = entries[0]
+            queue = tables.queues()
+            kind = self.kind.ravel()[at]
+            codes = kind.astype(np.int32) * 256 + tables.vc
+            totals.vc_use += np.bincount(codes, minlength=totals.vc_use.size)
+        else:
+            reached = self.reached
+            queue = self.queue[reached]
+            codes = self.kind[reached].astype(np.int32) * 256 + self.vc[reached]
+            used = np.bincount(codes, weights=inbound[reached], minlength=totals.vc_use.size)
+            totals.vc_use += np.rint(used).astype(np.int64)
+        top = int(queue.max(initial=-1))
+        totals.max_queue = max(totals.max_queue, top)
+        if refined:
+            self._add_entry_dependencies(totals, entries, queue)
+        else:
+            self._add_dependencies(totals)
+        unit = None
+        if totals.crossings_per_card is not None:
+            unit = self._card_loads(self.sources.astype(np.float64))
+            if tables is not None and entries is not None:
+                at, arrival, first = entries
+                ones = np.broadcast_to(1.0, (spec.network.num_pes, self.count))
+                per_entry = self._entry_loads(at, arrival, first, unit, ones)
+                crossing = np.isin(tables.use, CROSSING_USES)
+                totals.crossings_per_card += np.bincount(
+                    tables.card_id[crossing], weights=per_entry[crossing], minlength=cards
+                )
+            else:
+                crossing = np.isin(self.use, CROSSING_USES) & self.reached
+                totals.crossings_per_card += np.bincount(
+                    np.nonzero(crossing)[1], weights=unit.reshape(self.rows, cards)[crossing], minlength=cards
+                )
+        if matrix is not None and totals.link_load is not None and totals.channel_load is not None:
+            load = self._card_loads(self._head_weights(matrix))
+            if top >= totals.queue_stride:
+                totals._widen(top + 1)
+            if not refined:
+                self._fold_loads(totals, load, matrix)
+                return
+            assert entries is not None
+            at, arrival, first = entries
+            values = self._entry_loads(at, arrival, first, load, matrix)
+            link = self.link.ravel()[at]
+            totals.link_load = _running_sum(totals.link_load, link, values)
+            dtype = np.int32 if totals.channel_load.size < 1 << 31 else np.int64
+            entry_queue = queue if refined else self.queue.ravel()[at]
+            channel = link.astype(dtype) * totals.queue_stride + entry_queue
+            totals.channel_load = _running_sum(totals.channel_load, channel, values)
+
+    def _fold_loads(self, totals: Totals, load: np.ndarray, matrix: np.ndarray) -> None:
+        """Link and channel loads, each entry's load added one by one in table order (queues per card).
+
+        The entries' loads are laid out per (destination, class) row as ports x cards (0.0 where no
+        entry: adding it changes no sum); a row sends each card's entries on one link, so the loads
+        of a row's cards are added to their links port after port, and the rows one after the other.
+        """
+        assert totals.link_load is not None and totals.channel_load is not None
+        follow = self.follow
+        width, cards = follow.width, follow.cards
+        plane = width * cards
+        values = follow.buffer(self.rows * plane)
+        row_of = np.arange(self.rows, dtype=np.int64)[:, None] * plane
+        inner = self.moving
+        target = (row_of + follow.slot_of_link[np.where(inner, self.arrive, 0)])[inner]
+        values[target] = load.reshape(self.rows, cards)[inner]
+        hosts = []
+        for cls, (slot, pes) in enumerate(follow.host_slots):
+            at = row_of[cls :: follow.classes] + slot[None, :]
+            values[at] = matrix[pes, :].T
+            hosts.append(at)
+        grid = values.reshape(self.rows, width, cards)
+        s = totals.queue_stride
+        dtype = np.int32 if totals.channel_load.size < 1 << 31 else np.int64
+        channel = self.link.astype(dtype) * s + self.queue
+        link_load, channel_load = totals.link_load, totals.channel_load
+        used = np.zeros((self.rows, width), dtype=bool)  # per row, the ports with an entry
+        used[np.nonzero(inner)[0], follow.port_of_link[self.arrive[inner]]] = True
+        for cls, (slot, _) in enumerate(follow.host_slots):
+            used[cls :: follow.classes, np.unique(slot // cards)] = True
+        running = np.empty((2, cards))
+        for row in range(self.rows):
+            links, channels = self.link[row], channel[row]
+            running[0], running[1] = link_load[links], channel_load[channels]
+            for port in np.flatnonzero(used[row]).tolist():
+                running += grid[row, port]  # one addition after the other, in port order
+            link_load[links], channel_load[channels] = running[0], running[1]
+        values[target] = 0.0
+        for at in hosts:
+            values[at] = 0.0
+
+    def _add_hops(self, totals: Totals) -> None:
+        """Hop figures of the block's paths: a source's path has its first card's remaining links.
+
+        Maxima are taken over every cell: a card reached only in transit is on the path of some
+        source upstream, whose remaining links include its own (cells never reached hold 0).
+        """
+        sources = self.sources.ravel()
+        paths = int(sources.sum())
+        totals.paths += paths
+        if not paths:
+            return
+        external, internal = self.rest_external.ravel(), self.rest_internal.ravel()
+        external_sum, internal_sum = int(np.dot(sources, external)), int(np.dot(sources, internal))
+        totals.external_sum += external_sum
+        totals.internal_sum += internal_sum
+        totals.links_sum += external_sum + internal_sum
+        totals.external_max = max(totals.external_max, int(external.max()))
+        totals.internal_max = max(totals.internal_max, int(internal.max()))
+        totals.links_max = max(totals.links_max, int((external + internal).max()))
+        totals.paths_with_internal += int(np.dot(sources, internal > 0))
+
+    def _add_dependencies(self, totals: Totals) -> None:
+        """Channels and dependencies per cell: a card's entries share its channel; the next card's
+        entry from it holds the dependency's second channel."""
+        found = totals.dependencies
+        reached = self.reached
+        if not reached.any():
+            return
+        found._grow(int(self.queue[reached].max()) + 1)
+        s, width = found.stride, self.follow.width
+        dtype = np.int32 if found.edge_flags.size < 1 << 31 else np.int64
+        card_link = reached & (self.kind != HOST)
+        channel = self.link.astype(dtype) * s + self.queue
+        found.channel_flags[channel[card_link]] = True
+        parent = np.where(card_link, self.parent, 0).ravel()
+        follows = card_link.ravel() & card_link.ravel()[parent]
+        tail = (self.egress.astype(dtype) * s + self.queue).ravel()
+        spare = found.edge_flags.size - 1
+        found.edge_flags[np.where(follows, channel.ravel() * (width * s) + tail[parent], spare)] = True
+
+    def _add_entry_dependencies(self, totals: Totals, entries, queue: np.ndarray) -> None:
+        """Channels and dependencies per entry (VCs that depend on the ingress port)."""
+        found = totals.dependencies
+        at, arrival, first = entries
+        if not at.size:
+            return
+        found._grow(int(queue.max()) + 1)
+        s, width = found.stride, self.follow.width
+        dtype = np.int32 if found.edge_flags.size < 1 << 31 else np.int64
+        link = self.link.ravel()[at].astype(dtype)
+        card_link = self.kind.ravel()[at] != HOST
+        channel = link * s + queue
+        found.channel_flags[channel[card_link]] = True
+        # the entry each entry leads to: the marked cell at the far end of its card's egress link
+        rank = np.cumsum(self.grids.present, dtype=np.int32 if at.size < 1 << 31 else np.int64) - 1
+        cards = self.follow.cards
+        rowbase = (at - at % cards) * width
+        after = rank[np.where(card_link, rowbase + self.arrive.ravel()[at], 0)]
+        follows = card_link & card_link[after]
+        tail = self.egress.ravel()[at].astype(dtype) * s + queue
+        spare = found.edge_flags.size - 1
+        found.edge_flags[np.where(follows, channel * (width * s) + tail[after], spare)] = True
+
+
+def _running_sum(total: np.ndarray, index: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``total`` with ``weights`` added at ``index`` one after the other, in place."""
+    np.add.at(total, index, weights)
+    return total
