@@ -31,7 +31,7 @@ def run_adaptive(topology: Topology, args: argparse.Namespace) -> int:
         model = adaptive_tables(topology, args.escape, dsts=range(dst, dst + 1))
         print_pair(model, src, dst)
         return 0
-    if args.traffic or args.paths_out or args.workers != 1:
+    if args.traffic or args.paths_out or args.workers not in (None, 1):
         raise RoutingError("--routing adaptive takes neither --traffic, --paths-out nor --workers yet")
     if num_pes > MAX_PES:
         raise RoutingError(
