@@ -250,7 +250,8 @@ def _latency(received: list, groups: dict[str, dict], unit: str, scale: float = 
     """Latency distributions of the received probes, all and by group, in µs times `scale`."""
 
     def dist(values) -> dict[str, Any]:
-        return distribution([value * scale for value in values])
+        figures = distribution([value * scale for value in values])
+        return {key: round(v, 6) if isinstance(v, float) else v for key, v in figures.items()}
 
     return {
         "unit": unit,

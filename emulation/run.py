@@ -254,8 +254,9 @@ def check_load_options(settings: RunSettings) -> None:
     probes = (("--rate", settings.rate), ("--packets", settings.packets))
     clashing = [name for name, value in probes if value is not None]
     if clashing:
+        verb = "set" if len(clashing) > 1 else "sets"
         raise RunInputError(
-            f"--load sets the offered traffic; {' and '.join(clashing)} set a probe schedule instead: "
+            f"--load sets the offered traffic; {' and '.join(clashing)} {verb} a probe schedule instead: "
             "give one or the other"
         )
     if settings.duration is None:

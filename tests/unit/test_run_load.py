@@ -12,23 +12,11 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from test_measure_report import faithful_outcome
 
-from controller.analysis.deadlock import check_deadlock
-from controller.routing import walk
 from emulation import cli
-from emulation.measure import (
-    Arrival,
-    ModelPaths,
-    SentProbe,
-    account,
-    check_channels,
-    crossings,
-    judge,
-    model_channels,
-)
-from emulation.packets import TraceHop
 from emulation.report import report_data, summary_lines
-from emulation.run import RunInputError, RunOutcome, performance_of, plan_run
+from emulation.run import RunInputError, RunOutcome, plan_run
 from emulation.run_cli import settings_from_args
 from emulation.sweep_cli import settings_from_args as sweep_settings_from_args
 from topologies.build import topology_from_args
@@ -80,8 +68,8 @@ def test_a_run_without_load_keeps_its_probe_schedule() -> None:
     ("words", "message"),
     [
         (["--load", "0.3", "--duration", "2"], "fraction of the link rate: give --link-rate"),
-        (["--link-rate", "200", "--load", "0.3", "--duration", "2", "--rate", "50"], "--rate set a probe"),
-        (["--link-rate", "200", "--load", "0.3", "--duration", "2", "--packets", "9"], "--packets set a"),
+        (["--link-rate", "200", "--load", "0.3", "--duration", "2", "--rate", "50"], "--rate sets a probe"),
+        (["--link-rate", "200", "--load", "0.3", "--duration", "2", "--packets", "9"], "--packets sets a"),
         (["--link-rate", "200", "--load", "0.3"], "needs --duration"),
         (["--warmup", "1"], "--warmup: shapes a workload at an offered load; give --load"),
         (["--message-sizes", "2:0.5,8:0.5", "--process", "poisson"], "--process, --message-sizes: shape"),
@@ -148,36 +136,11 @@ FAST_US, SLOW_US = 2_000, 5_000  # latencies of even and odd schedule positions
 
 def delivered_outcome(plan, tmp_path) -> RunOutcome:
     """Every scheduled packet sent on time and received after FAST_US or SLOW_US along the model's path."""
-    tables, schedule = plan.tables, plan.schedule
-    sent, arrivals = [], []
-    for i in range(len(schedule)):
-        src, dst, probe = int(schedule.src[i]), int(schedule.dst[i]), schedule.probe_id(i)
-        send = START_US + round(schedule.at[i] * 1e6)
-        sent.append(SentProbe(probe, src, dst, send))
-        hops = tuple(
-            TraceHop(h.card_id, h.ingress_port, h.egress_port, h.vc, h.queue, i % 3, 0)
-            for h in walk(tables, src, dst).hops
-        )
-        receive = send + (FAST_US if i % 2 == 0 else SLOW_US)
-        arrivals.append(Arrival(probe, dst, src, dst, tables.class_of_source(src), send, receive, hops))
-    results = judge(sent, arrivals, ModelPaths(tables))
-    return RunOutcome(
-        plan=plan,
-        target="embedded",
-        out_dir=tmp_path,
-        results=results,
-        accounting=account(results, tables, {}, {}, [], "embedded"),
-        channels=check_channels(
-            results, tables, model_channels(tables), check_deadlock(plan.all_pairs).deadlock_free
-        ),
-        crossings=crossings(results, tables, plan.all_pairs),
-        timings={"inject_s": 1.0},
-        injection={"probes_sent": len(sent), "offered_pps_total": 1.0, "late_probes": 0},
-        dead_cards=[],
-        stray_probes=0,
-        network_timings={},
-        entries_installed=len(tables),
-        performance=performance_of(plan, results),
+    return faithful_outcome(
+        plan,
+        tmp_path,
+        send_us=lambda i: START_US + round(plan.schedule.at[i] * 1e6),
+        latency_us=lambda i: FAST_US if i % 2 == 0 else SLOW_US,
     )
 
 
