@@ -137,6 +137,22 @@ def plan_run(
     except SwitchError as error:
         raise RunInputError(str(error)) from error
     _check_lossless(settings, switch_class.target_name)
+
+    def memory(entries: int) -> str:
+        """The memory estimate's summary; RunInputError when the network would not fit."""
+        if not settings.check_capacity:
+            return ""
+        try:
+            return check_memory(
+                topology,
+                switch_class.memory_plan(len(topology.cards), settings.switch_processes, settings.control),
+                switch_class.target_name,
+                entries=entries,
+            ).summary()
+        except (CapacityError, GroupError) as error:
+            raise RunInputError(str(error)) from error
+
+    memory(0)  # the network without its tables: too large is refused before a schedule is made
     check_load_options(settings)
     num_pes = len(topology.hosts)
     if settings.traffic == "zipf":  # a workload's own destinations, as flows for the sources and the report
@@ -162,17 +178,7 @@ def plan_run(
         tables = compute_tables(topology, routing)
     except ValueError as error:
         raise RunInputError(f"--routing: {error}") from error
-    summary = ""
-    if settings.check_capacity:  # the cards' memory grows with their tables: checked with them
-        try:
-            summary = check_memory(
-                topology,
-                switch_class.memory_plan(len(topology.cards), settings.switch_processes, settings.control),
-                switch_class.target_name,
-                entries=len(tables),
-            ).summary()
-        except (CapacityError, GroupError) as error:
-            raise RunInputError(str(error)) from error
+    summary = memory(len(tables))  # the cards' memory grows with their tables: checked with them
     queues = tables.queues_per_port()
     if queues > PRIORITY_QUEUES:
         raise RunInputError(
