@@ -19,6 +19,17 @@ import numpy as np
 from emulation.measure import ProbeResult
 from emulation.workload import Workload
 
+#: The unit and scope of every figure of :func:`point_metrics` (sweep.json and a --load run's report).
+POINT_UNITS = {
+    "offered": "packets per PE per link time (fraction of the link rate), in the window",
+    "accepted": "packets delivered per PE per link time, by receive time, in the window",
+    "latency_packet_times": "one-way send-to-receive latency in link times (1 / link rate)",
+    "latency_us": "the same in microseconds",
+    "message_latency_packet_times": "from a message's creation to its last packet's arrival, in link times",
+    "queue_depth_by_vc": "packets queued at each card's egress port when a measured packet was enqueued",
+    "window": "from the warm-up to the end of injection",
+}
+
 
 def _summary(values: np.ndarray, scale: float = 1.0) -> dict[str, float | None]:
     if not values.size:

@@ -34,6 +34,7 @@ from emulation.measure import (
     link_loads,
     verdict_counts,
 )
+from emulation.perf_metrics import POINT_UNITS
 from emulation.run import RunOutcome
 
 #: Lost probes listed one by one in report.json (the rest are counted).
@@ -152,6 +153,7 @@ def report_data(outcome: RunOutcome) -> dict[str, Any]:
     ]
     settings = plan.settings
     verdicts = verdict_counts(results)
+    link_rate = settings.effective_link_rate()
     return {
         "schema": "twinnet run report 1",
         "ok": outcome_ok(outcome),
@@ -210,13 +212,17 @@ def report_data(outcome: RunOutcome) -> dict[str, Any]:
             **distribution(internal),
             "histogram": dict(sorted(Counter(internal).items())),
         },
-        "latency_us": {
-            "unit": "us, one-way: receiver kernel clock - send time in the probe",
-            "all": distribution([r.latency_us for r in received]),
-            "by_routing_class": {k: distribution(v) for k, v in groups["routing_class"].items()},
-            "by_queue": {k: distribution(v) for k, v in groups["queue"].items()},
-            "by_queue_note": "a probe counts under every queue it waited in on a card-to-card link",
-        },
+        "latency_us": _latency(
+            received, groups, "us, one-way: receiver kernel clock - send time in the probe"
+        ),
+        "latency_packet_times": _latency(
+            received,
+            groups,
+            f"packet times (link times: 1 / {link_rate:g} packets/s), one-way: latency_us x link rate / 1e6",
+            link_rate / 1e6,
+        )
+        if link_rate
+        else None,
         "queue_depth_pkts": {
             "unit": "packets queued at the egress port when the probe was enqueued (trace qdepth)",
             **distribution([h.qdepth for r in received for h in r.arrival.hops]),
@@ -235,7 +241,47 @@ def report_data(outcome: RunOutcome) -> dict[str, Any]:
         "lossless": outcome.lossless,
         "queue_drops": outcome.queue_drops,
         "deadlock": outcome.deadlock,
+        "performance": _performance(outcome),
         "out_dir": str(outcome.out_dir),
+    }
+
+
+def _latency(received: list, groups: dict[str, dict], unit: str, scale: float = 1.0) -> dict[str, Any]:
+    """Latency distributions of the received probes, all and by group, in µs times `scale`."""
+
+    def dist(values) -> dict[str, Any]:
+        figures = distribution([value * scale for value in values])
+        return {key: round(v, 6) if isinstance(v, float) else v for key, v in figures.items()}
+
+    return {
+        "unit": unit,
+        "all": dist([r.latency_us for r in received]),
+        "by_routing_class": {k: dist(v) for k, v in groups["routing_class"].items()},
+        "by_queue": {k: dist(v) for k, v in groups["queue"].items()},
+        "by_queue_note": "a probe counts under every queue it waited in on a card-to-card link",
+    }
+
+
+def _performance(outcome: RunOutcome) -> dict[str, Any] | None:
+    """A --load run's figures as a sweep point has them (emulation.perf_metrics), with its workload."""
+    if outcome.performance is None:
+        return None
+    settings = outcome.plan.settings
+    spec = outcome.plan.workload.spec
+    return {
+        "workload": {
+            "load": spec.load,
+            "process": spec.process,
+            "message_sizes": dict(zip(spec.sizes.sizes, spec.sizes.probabilities, strict=True)),
+            "destinations": spec.destinations,
+            "zipf_exponent": spec.zipf_exponent if spec.destinations == "zipf" else None,
+            "duration_s": spec.duration_s,
+            "warmup_s": spec.warmup_s,
+            "seed": settings.seed,
+        },
+        "link_rate_pps": spec.link_rate_pps,
+        **outcome.performance,
+        "units": POINT_UNITS,
     }
 
 
@@ -257,6 +303,25 @@ def _fmt(value: float | None, unit: str = "") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return f"{value:,.0f}{unit}" if abs(value) >= 100 else f"{value:.1f}{unit}"
+
+
+def _in_packet_times(lat: dict[str, Any], link_rate: float | None) -> str:
+    """The latency line's figures again in packet times (µs x link rate / 1e6), on rated links."""
+    if not link_rate:
+        return ""
+
+    def scaled(value: float | None) -> float | None:
+        return None if value is None else value * link_rate / 1e6
+
+    return (
+        f"; in packet times median {_figure(scaled(lat['p50']))}, p99 {_figure(scaled(lat['p99']))}, "
+        f"max {_figure(scaled(lat['max']))}"
+    )
+
+
+def _figure(value: float | None) -> str:
+    """A figure in link units, three significant digits (packet times may be well below 1)."""
+    return "-" if value is None else f"{value:.3g}"
 
 
 def summary_lines(outcome: RunOutcome, files: dict[str, Path] | None = None) -> list[str]:
@@ -287,11 +352,20 @@ def summary_lines(outcome: RunOutcome, files: dict[str, Path] | None = None) -> 
         f"({'equal' if cross.equal else 'DIFFERENT'}); external hops {cross.measured_external} / "
         f"{cross.analysis_external}",
         f"  latency     median {_fmt(lat['p50'], ' us')}, p99 {_fmt(lat['p99'], ' us')}, "
-        f"max {_fmt(lat['max'], ' us')}",
+        f"max {_fmt(lat['max'], ' us')}" + _in_packet_times(lat, plan.settings.effective_link_rate()),
         f"  injection   {outcome.injection['probes_sent']} probes at {plan.rate:g} /s per host "
         f"({outcome.injection['offered_pps_total'] or '-'} /s offered), "
         f"late {outcome.injection['late_probes']}",
     ]
+    if outcome.performance is not None:
+        figures = outcome.performance
+        mean = figures["latency_packet_times"]["mean"]
+        message = figures["message_latency_packet_times"]["mean"]
+        lines.append(
+            f"  load        offered {figures['offered']:.3f} (asked {figures['offered_asked']:g}), accepted "
+            f"{figures['accepted']:.3f} packets per PE per link time; after the warm-up mean latency "
+            f"{_figure(mean)}, message latency {_figure(message)} packet times"
+        )
     if outcome.interrupted:
         lines.insert(1, f"  INTERRUPTED {outcome.interrupted}")
     if UNSAFE.get(plan.tables.algorithm):

@@ -3,7 +3,9 @@
 :func:`plan_run` checks everything that can be checked before anything starts
 and raises :class:`RunInputError` with a clear message: an unknown pattern or
 one the topology's PE count does not allow, a routing that does not route the
-topology, more probes than the hosts can send in the time given, a probe size
+topology, more probes than the hosts can send in the time given, a workload at
+an offered load (``--load``) without a link rate or a duration, beside --rate or
+--packets, or with malformed message sizes, a probe size
 that does not fit, more than 8 queues per port or model paths longer than the
 trace stack, a network too large for this machine's memory (the builder's
 estimate), no root. :func:`execute` then runs the plan on a fresh network,
@@ -49,6 +51,7 @@ from emulation.measure import (
     stray_arrivals,
 )
 from emulation.packets import MAX_TRACE, TRACE_ENTRY_LEN
+from emulation.perf_metrics import point_metrics
 from emulation.progress import ProgressBar
 from emulation.run_links import check_link_plan, set_link_rate
 from emulation.run_settings import (  # noqa: F401  (re-exported: the run's settings live with the run)
@@ -72,6 +75,14 @@ from emulation.traffic import (
     endpoints_of_network,
     make_schedule,
 )
+from emulation.workload import (
+    MessageSizes,
+    Workload,
+    WorkloadError,
+    WorkloadSpec,
+    make_workload,
+    zipf_traffic,
+)
 from p4src.card import PFC_CLASS_FIELD
 from p4switch.daemon.pfc import DEFAULT_LINK_BPS, NOMINAL_FRAME_BITS
 from topologies.model import Topology, TopologyError
@@ -94,6 +105,8 @@ class RunPlan:
     longest_path_cards: int
     switch_class: type
     memory_summary: str
+    #: the messages of a --load run (None: probes at --rate)
+    workload: Workload | None = None
 
 
 def default_routing(topology: Topology) -> str:
@@ -124,13 +137,23 @@ def plan_run(
     _check_lossless(settings, switch_class.target_name)
     if settings.check_capacity:  # before anything is allocated: every card routes to every PE at least once
         _check_memory(topology, switch_class, settings, entries=len(topology.cards) * len(topology.hosts))
-    try:
-        traffic = make_traffic(settings.traffic, topology, **settings.pattern_options)
-    except ValueError as error:
-        raise RunInputError(f"--traffic: {error}") from error
+    check_load_options(settings)
+    num_pes = len(topology.hosts)
+    if settings.traffic == "zipf":  # a workload's own destinations, as flows for the sources and the report
+        traffic = zipf_traffic(num_pes, settings.workload.zipf_exponent, settings.seed)
+    else:
+        try:
+            traffic = make_traffic(settings.traffic, topology, **settings.pattern_options)
+        except ValueError as error:
+            raise RunInputError(f"--traffic: {error}") from error
     if traffic.src.size == 0:
         raise RunInputError(f"--traffic {settings.traffic}: the pattern sends nothing on this topology")
-    packets, rate = _packets_and_rate(settings, traffic, len(topology.hosts))
+    if settings.load is None:
+        spec = None
+        packets, rate = _packets_and_rate(settings, traffic, num_pes)
+    else:
+        spec = load_workload_spec(settings, int(np.unique(traffic.src).size))
+        rate = spec.load * spec.link_rate_pps
     try:
         check_routing_size(topology_size(topology), f"this {topology.family} topology")
     except TopologyError as error:
@@ -162,8 +185,19 @@ def plan_run(
             f"a path of {longest} cards adds {TRACE_ENTRY_LEN * longest} bytes of trace "
             f"within MTU {LINK_MTU})"
         )
-    schedule = make_schedule(traffic, len(topology.hosts), packets, rate, seed=settings.seed)
-    load_summary = check_link_plan(settings, rate, schedule, all_pairs) if check_load else ""
+    workload = None
+    if spec is None:
+        schedule = make_schedule(traffic, num_pes, packets, rate, seed=settings.seed)
+        host_rate = rate
+    else:
+        try:
+            workload = make_workload(spec, num_pes, traffic)
+        except WorkloadError as error:
+            raise RunInputError(str(error)) from error
+        schedule = workload.schedule
+        packets = round(len(schedule) / np.unique(traffic.src).size)
+        host_rate = min(rate, spec.link_rate_pps)  # the workload paces each host at its link at most
+    load_summary = check_link_plan(settings, host_rate, schedule, all_pairs) if check_load else ""
     summary = "; ".join(part for part in (summary, load_summary) if part)
     if settings.kill is not None:
         check_kill(settings.kill, topology, schedule.duration)
@@ -180,6 +214,7 @@ def plan_run(
         longest,
         switch_class,
         summary,
+        workload,
     )
 
 
@@ -193,6 +228,61 @@ def check_kill(kill: tuple[str, float], topology: Topology, sending_s: float) ->
             f"--kill {card}@{seconds:g}: the time must be 0..{sending_s:g} s (while probes are sent), "
             "or the fault would hit nothing"
         )
+
+
+def check_load_options(settings: RunSettings) -> None:
+    """A workload at an offered load (--load) needs --link-rate and --duration, and takes the place
+    of --rate and --packets; its shaping options and Zipf destinations mean nothing without it."""
+    if settings.load is None:
+        given = list(settings.workload.given) + (["--traffic zipf"] if settings.traffic == "zipf" else [])
+        if given:
+            raise RunInputError(
+                f"{', '.join(given)}: shape{'s' if len(given) == 1 else ''} a workload at an offered load; "
+                "give --load (with --link-rate and --duration)"
+            )
+        return
+    if settings.link_rate is None:
+        raise RunInputError(f"--load {settings.load:g} is a fraction of the link rate: give --link-rate")
+    probes = (("--rate", settings.rate), ("--packets", settings.packets))
+    clashing = [name for name, value in probes if value is not None]
+    if clashing:
+        verb = "set" if len(clashing) > 1 else "sets"
+        raise RunInputError(
+            f"--load sets the offered traffic; {' and '.join(clashing)} {verb} a probe schedule instead: "
+            "give one or the other"
+        )
+    if settings.duration is None:
+        raise RunInputError(f"--load {settings.load:g} needs --duration: the seconds of injection")
+
+
+def load_workload_spec(settings: RunSettings, senders: int) -> WorkloadSpec:
+    """The workload of a --load run (as a sweep point makes it), checked and sized before it is made."""
+    options = settings.workload
+    try:
+        spec = WorkloadSpec(
+            load=settings.load,
+            duration_s=settings.duration,
+            link_rate_pps=settings.link_rate,
+            process=options.process,
+            sizes=MessageSizes.parse(options.message_sizes),
+            destinations=settings.traffic,
+            zipf_exponent=options.zipf_exponent,
+            warmup_s=options.warmup_s,
+            seed=settings.seed,
+        )
+        spec.check()
+    except WorkloadError as error:
+        raise RunInputError(f"--load: {error}") from error
+    # packets per host: the load's share of the link (a load past 1 queues at the host, sent later)
+    check_schedule_size(spec.load * spec.link_rate_pps * spec.duration_s, senders)
+    return spec
+
+
+def performance_of(plan: RunPlan, results: list[ProbeResult]) -> dict[str, Any] | None:
+    """A --load run's figures in link units (emulation.perf_metrics, as a sweep point's); None without."""
+    if plan.workload is None:
+        return None
+    return point_metrics(results, plan.workload, int(np.unique(plan.traffic.src).size))
 
 
 def _check_lossless(settings: RunSettings, target: str) -> None:
@@ -307,6 +397,8 @@ class RunOutcome:
     deadlock: dict[str, Any] | None = None
     lossless: dict[str, Any] | None = None
     queue_drops: dict[str, Any] | None = None
+    #: a --load run's offered and accepted traffic, latency and queue depths in link units
+    performance: dict[str, Any] | None = None
 
 
 Progress = Callable[[str], None]
@@ -436,6 +528,7 @@ def run_on_network(
         }
         if network.switch_class.target_name == "embedded"
         else None,
+        performance=performance_of(plan, results),
     )
 
 

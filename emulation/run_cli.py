@@ -3,6 +3,7 @@
     sudo twinnet run fattree --k 4 --n 2 --twin --routing destro --traffic all-to-all
     sudo twinnet run ndt --dims 2x4x2 --routing ts-dor --traffic uniform --packets 200 --rate 200 --out out/r1
     sudo twinnet run ndt --dims 4x4x4 --routing dort --traffic tornado --duration 10 --rate 50
+    sudo twinnet run torus --dims 4x4 --routing dor --link-rate 200 --load 0.3 --duration 5 --warmup 1
 
 Everything is checked before anything starts (emulation.run.plan_run); the
 network is torn down at the end, on an error and on Ctrl-C; the last lines
@@ -19,19 +20,14 @@ import sys
 from pathlib import Path
 
 from emulation.run_settings import CONTROL_OPTION, SWITCH_PROCESSES_OPTION
+from emulation.workload_options import WorkloadOptions, add_workload_arguments, pattern_options
 from topologies.build import add_topology_arguments, topology_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Topology options and the run's options."""
-    from controller.analysis.traffic import PATTERNS
     from controller.routing import ALGORITHMS, routing_help
-    from emulation.run_settings import (
-        DEFAULT_DEADLOCK_AFTER_S,
-        DEFAULT_LOSSLESS_LINK_PPS,
-        DEFAULT_RATE_PPS,
-        DEFAULT_SIZE,
-    )
+    from emulation.run_settings import DEFAULT_DEADLOCK_AFTER_S, DEFAULT_LOSSLESS_LINK_PPS, DEFAULT_RATE_PPS
 
     add_topology_arguments(parser)
     run = parser.add_argument_group("run")
@@ -42,11 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"routing algorithm: {routing_help()} (default: the first that routes the family: "
         "destro for fattree, dort for ndt, dor for torus)",
     )
+    add_workload_arguments(
+        run,
+        traffic_default=None,
+        link_rate_help=f"as fast as the cards' CPU ({DEFAULT_LOSSLESS_LINK_PPS:g} packets/s with --lossless)",
+    )
     run.add_argument(
-        "--traffic",
-        default="all-to-all",
-        metavar="PATTERN",
-        help=f"traffic pattern: {', '.join(PATTERNS)} (default all-to-all)",
+        "--load",
+        type=float,
+        metavar="L",
+        help="offered load per host as a fraction of --link-rate: messages as twinnet sweep sends them "
+        "(--message-sizes, --process, --warmup, --traffic uniform|zipf|PATTERN) for --duration seconds, "
+        "instead of probes at --rate",
     )
     run.add_argument(
         "--packets",
@@ -63,20 +66,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"offered load per host, probes per second (default {DEFAULT_RATE_PPS:g})",
     )
     run.add_argument(
-        "--size",
-        type=int,
-        default=DEFAULT_SIZE,
-        metavar="BYTES",
-        help=f"probe frame size as the host sends it, Ethernet header included (default {DEFAULT_SIZE})",
-    )
-    run.add_argument(
-        "--target",
-        choices=("auto", "bmv2", "embedded"),
-        default="auto",
-        help="P4 switch: bmv2 (simple_switch_grpc + p4c), the embedded target, or auto "
-        "(bmv2 when both are on PATH)",
-    )
-    run.add_argument(
         "--out",
         type=Path,
         metavar="DIR",
@@ -84,15 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--control", **CONTROL_OPTION)
     run.add_argument("--switch-processes", **SWITCH_PROCESSES_OPTION)
-    run.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        help="seed of random destinations (uniform, hotspot) and of random-permutation",
-    )
-    run.add_argument("--hotspot", type=int, metavar="PE", help="hotspot: the PE that attracts the traffic")
-    run.add_argument("--fraction", type=float, help="hotspot: share of each PE's traffic sent to the hotspot")
-    run.add_argument("--shift", type=int, help="bit-reverse-shift: the permutation's shift i")
     run.add_argument(
         "--kill",
         metavar="CARD@S",
@@ -103,12 +83,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="lossless links: IEEE 802.1Qbb priority flow control per VC queue on every card and host "
         "(embedded target only: bmv2 has no PFC); a deadlock ends the run with status 3",
-    )
-    run.add_argument(
-        "--link-rate",
-        metavar="RATE",
-        help="every link's rate: packets/s (200, 200pps) or bits/s for --size frames (1Mbit); "
-        f"default: as fast as the cards' CPU ({DEFAULT_LOSSLESS_LINK_PPS:g} packets/s with --lossless)",
     )
     run.add_argument(
         "--deadlock-after",
@@ -126,10 +100,6 @@ def settings_from_args(args: argparse.Namespace):
     from emulation.link_rate import parse_link_rate
     from emulation.run_settings import RunInputError, RunSettings
 
-    options = {"seed": args.seed}
-    for name in ("hotspot", "fraction", "shift"):
-        if getattr(args, name) is not None:
-            options[name] = getattr(args, name)
     kill = None
     if args.kill:
         card, _, seconds = args.kill.partition("@")
@@ -139,7 +109,8 @@ def settings_from_args(args: argparse.Namespace):
             raise RunInputError(f"--kill takes CARD@SECONDS, e.g. c3@1.5, got {args.kill!r}") from None
     return RunSettings(
         routing=args.routing,
-        traffic=args.traffic,
+        # without a pattern: every pair once, or with --load destinations uniform as in twinnet sweep
+        traffic=args.traffic or ("all-to-all" if args.load is None else "uniform"),
         packets=args.packets,
         duration=args.duration,
         rate=args.rate,
@@ -151,9 +122,11 @@ def settings_from_args(args: argparse.Namespace):
         link_rate=parse_link_rate(args.link_rate, args.size) if args.link_rate else None,
         control=args.control,
         switch_processes=args.switch_processes,
-        pattern_options=options,
+        pattern_options=pattern_options(args),
         lossless=args.lossless,
         deadlock_after=args.deadlock_after,
+        load=args.load,
+        workload=WorkloadOptions.from_args(args),
     )
 
 
@@ -166,8 +139,13 @@ def main(args: argparse.Namespace) -> int:
 
     topology = topology_from_args(args)
     plan = plan_run(topology, settings_from_args(args))
+    sending = (
+        f"{plan.packets_per_host} per host at {plan.rate:g}/s"
+        if plan.workload is None
+        else f"messages at load {plan.settings.load:g} of {plan.settings.link_rate:g} packets/s"
+    )
     stderr_progress(
-        f"{len(plan.schedule)} probes: {plan.packets_per_host} per host at {plan.rate:g}/s, "
+        f"{len(plan.schedule)} probes: {sending}, "
         f"pattern {plan.traffic.name}, routing {plan.tables.algorithm}"
         + (f"; memory {plan.memory_summary}" if plan.memory_summary else "")
     )

@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from emulation.workload_options import DEFAULT_FRAME_BYTES, WorkloadOptions
 from topologies.errors import TwinnetError
 
 #: Probes per second each host offers when --rate is not given.
 DEFAULT_RATE_PPS = 100.0
 #: Probes per host when neither --packets nor --duration is given (all-to-all: one per destination).
 DEFAULT_PACKETS = 20
-DEFAULT_SIZE = 64
+DEFAULT_SIZE = DEFAULT_FRAME_BYTES
 #: After the last probe: wait for stragglers until none arrived for this long (s) ...
 DRAIN_QUIET_S = 2.0
 #: ... or at most this long (s).
@@ -94,6 +95,11 @@ class RunSettings:
     pattern_options: dict[str, Any] = field(default_factory=dict)
     lossless: bool = False
     deadlock_after: float = DEFAULT_DEADLOCK_AFTER_S
+    #: offered load per host as a fraction of the link rate: the schedule is a workload of messages
+    #: (emulation.workload) instead of probes at --rate; needs link_rate and duration
+    load: float | None = None
+    #: how that workload is shaped (process, message sizes, warm-up, Zipf exponent)
+    workload: WorkloadOptions = WorkloadOptions()
 
     def effective_link_rate(self) -> float | None:
         """Card port rate, packets/s: --link-rate, else the lossless default, else unlimited."""

@@ -25,10 +25,17 @@ from controller.analysis.report import traffic_loads
 from controller.analysis.traffic import Traffic
 from emulation.headroom import check_headroom, mean_cards_per_packet, process_cpu_s, verdict_after
 from emulation.measure import EQUAL
-from emulation.perf_metrics import point_metrics
+from emulation.perf_metrics import POINT_UNITS, point_metrics
 from emulation.run import RunPlan, lossless_switch_arguments, plan_run, run_on_network
 from emulation.run_settings import RunInputError, RunSettings
-from emulation.workload import MessageSizes, WorkloadSpec, make_workload, zipf_probabilities
+from emulation.workload import MessageSizes, WorkloadSpec, make_workload, zipf_traffic
+from emulation.workload_options import (
+    DEFAULT_FRAME_BYTES,
+    DEFAULT_WARMUP_S,
+    DEFAULT_ZIPF_EXPONENT,
+    PROCESSES,
+    THESIS_SIZES,
+)
 from topologies.model import Topology
 
 #: Accepted traffic below this share of the offered load marks a point as saturated.
@@ -43,12 +50,12 @@ class SweepSettings:
 
     link_rate_pps: float
     duration_s: float = 3.0
-    warmup_s: float = 0.5
+    warmup_s: float = DEFAULT_WARMUP_S
     loads: tuple[float, ...] | None = None
-    process: str = "bernoulli"
-    sizes: MessageSizes = field(default_factory=lambda: MessageSizes.parse("2:0.7,8:0.3"))
-    zipf_exponent: float = 1.0
-    size: int = 64
+    process: str = PROCESSES[0]
+    sizes: MessageSizes = field(default_factory=lambda: MessageSizes.parse(THESIS_SIZES))
+    zipf_exponent: float = DEFAULT_ZIPF_EXPONENT
+    size: int = DEFAULT_FRAME_BYTES
     target: str = "auto"
     seed: int = 0
     cpu_capacity: float | None = None
@@ -80,15 +87,9 @@ class ConfigPlan:
 
 def bound_traffic(plan: RunPlan, name: str, exponent: float, seed: int) -> Traffic:
     """The flows the workload draws from, weighted, for the throughput bound."""
-    num_pes = len(plan.topology.hosts)
     if name != "zipf":
         return plan.traffic
-    rank_of = np.random.default_rng(seed).permutation(num_pes) + 1
-    src = np.repeat(np.arange(num_pes), num_pes)
-    dst = np.tile(np.arange(num_pes), num_pes)
-    weight = np.concatenate([zipf_probabilities(num_pes, s, exponent, rank_of) for s in range(num_pes)])
-    keep = weight > 0
-    return Traffic("zipf", src[keep], dst[keep], weight[keep])
+    return zipf_traffic(len(plan.topology.hosts), exponent, seed)
 
 
 def workload_spec(settings: SweepSettings, configuration: Configuration, load: float) -> WorkloadSpec:
@@ -269,12 +270,8 @@ def _sweep_header(settings: SweepSettings) -> dict[str, Any]:
     """sweep.json without its configurations: units, link, workload."""
     return {
         "units": {
-            "offered": "packets per PE per link time (fraction of the link rate), in the window",
-            "accepted": "packets delivered per PE per link time, by receive time, in the window",
+            **POINT_UNITS,
             "throughput_bound": "twinnet analyze: 1 / max link load (capped at 1, the host link)",
-            "latency_packet_times": "one-way send-to-receive latency in link times (1 / link rate)",
-            "latency_us": "the same in microseconds",
-            "window": "from the warm-up to the end of injection",
         },
         "link_rate_pps": settings.link_rate_pps,
         "frame_bytes": settings.size,

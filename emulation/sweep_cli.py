@@ -18,6 +18,7 @@ import shlex
 from pathlib import Path
 
 from emulation.run_settings import SWITCH_PROCESSES_OPTION
+from emulation.workload_options import WorkloadOptions, add_workload_arguments, pattern_options
 from topologies.build import add_topology_arguments, topology_from_args
 
 
@@ -30,8 +31,6 @@ def _configuration_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from controller.analysis.traffic import PATTERNS
-
     _configuration_options(parser)
     sweep = parser.add_argument_group("sweep")
     sweep.add_argument(
@@ -41,41 +40,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="'FAMILY OPTIONS'",
         help='another configuration, e.g. "torus --dims 16x8 --routing dor" (repeatable)',
     )
-    sweep.add_argument(
-        "--traffic",
-        default="uniform",
-        metavar="PATTERN",
-        help=f"destinations: uniform, zipf or a pattern ({', '.join(PATTERNS)}); default uniform",
-    )
-    sweep.add_argument("--zipf-exponent", type=float, default=1.0, help="Zipf destinations: exponent s")
-    sweep.add_argument(
-        "--link-rate",
-        required=True,
-        metavar="RATE",
-        help="every link's rate: packets/s (200, 200pps) or bits/s for --size frames (1Mbit)",
-    )
+    add_workload_arguments(sweep, traffic_default="uniform", link_rate_help=None)
     sweep.add_argument(
         "--loads",
         metavar="L1,L2,..",
         help="offered loads per PE as fractions of the link rate (default: 0.2 to 1.5 x the bound)",
     )
     sweep.add_argument("--duration", type=float, default=3.0, metavar="S", help="injection per point (3)")
-    sweep.add_argument("--warmup", type=float, default=0.5, metavar="S", help="not measured, per point (0.5)")
-    sweep.add_argument("--process", choices=("bernoulli", "poisson"), default="bernoulli")
-    sweep.add_argument(
-        "--message-sizes",
-        default="2:0.7,8:0.3",
-        metavar="SIZE:P,..",
-        help="message sizes in packets and their probabilities (default the thesis's 2:0.7,8:0.3)",
-    )
-    sweep.add_argument("--size", type=int, default=64, metavar="BYTES", help="frame size (64)")
     sweep.add_argument(
         "--cpu-capacity",
         type=float,
         metavar="VISITS",
         help="card visits per second one core forwards (default: emulation.headroom's measured figure)",
     )
-    sweep.add_argument("--target", choices=("auto", "bmv2", "embedded"), default="auto")
     sweep.add_argument("--switch-processes", **SWITCH_PROCESSES_OPTION)
     sweep.add_argument(
         "--lossless",
@@ -84,10 +61,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "its configuration",
     )
     sweep.add_argument("--out", type=Path, metavar="DIR", help="output folder (default /tmp/twinnet/sweep)")
-    sweep.add_argument("--seed", type=int, default=0)
-    sweep.add_argument("--hotspot", type=int, metavar="PE")
-    sweep.add_argument("--fraction", type=float)
-    sweep.add_argument("--shift", type=int)
     sweep.add_argument("--no-pictures", action="store_true")
     sweep.add_argument("--quiet", action="store_true", help="no progress lines")
 
@@ -111,12 +84,7 @@ def configurations_from_args(args: argparse.Namespace) -> list:
     from emulation.run_settings import RunInputError
     from emulation.sweep import Configuration
 
-    options = {
-        name: getattr(args, name)
-        for name in ("hotspot", "fraction", "shift")
-        if getattr(args, name) is not None
-    }
-    options["seed"] = args.seed
+    options = pattern_options(args)
 
     def make(parsed: argparse.Namespace, words: str) -> Configuration:
         label = parsed.label or words
@@ -152,16 +120,17 @@ def settings_from_args(args: argparse.Namespace):
     from emulation.sweep import SweepSettings
     from emulation.workload import MessageSizes
 
+    workload = WorkloadOptions.from_args(args)
     return SweepSettings(
         switch_processes=args.switch_processes,
         lossless=args.lossless,
         link_rate_pps=parse_link_rate(args.link_rate, args.size),
         duration_s=args.duration,
-        warmup_s=args.warmup,
+        warmup_s=workload.warmup_s,
         loads=_loads(args.loads),
-        process=args.process,
-        sizes=MessageSizes.parse(args.message_sizes),
-        zipf_exponent=args.zipf_exponent,
+        process=workload.process,
+        sizes=MessageSizes.parse(workload.message_sizes),
+        zipf_exponent=workload.zipf_exponent,
         size=args.size,
         target=args.target,
         seed=args.seed,

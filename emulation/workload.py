@@ -22,11 +22,8 @@ import numpy as np
 
 from controller.analysis.traffic import Traffic
 from emulation.traffic import Schedule, destinations
+from emulation.workload_options import PROCESSES, THESIS_SIZES
 from topologies.errors import TwinnetError
-
-#: Message-size distributions by name: sizes in packets and their probabilities.
-THESIS_SIZES = "2:0.7,8:0.3"
-PROCESSES = ("bernoulli", "poisson")
 
 
 class WorkloadError(TwinnetError, ValueError):
@@ -75,6 +72,16 @@ def zipf_probabilities(num_pes: int, src: int, exponent: float, rank_of: np.ndar
     weights = 1.0 / rank_of.astype(np.float64) ** exponent
     weights[src] = 0.0
     return weights / weights.sum()
+
+
+def zipf_traffic(num_pes: int, exponent: float, seed: int) -> Traffic:
+    """Zipf destinations as weighted flows (every source to every other PE), ranked as make_workload ranks."""
+    rank_of = np.random.default_rng(seed).permutation(num_pes) + 1
+    src = np.repeat(np.arange(num_pes), num_pes)
+    dst = np.tile(np.arange(num_pes), num_pes)
+    weight = np.concatenate([zipf_probabilities(num_pes, s, exponent, rank_of) for s in range(num_pes)])
+    keep = weight > 0
+    return Traffic("zipf", src[keep], dst[keep], weight[keep])
 
 
 @dataclass(frozen=True)

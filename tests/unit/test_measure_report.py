@@ -21,7 +21,7 @@ from emulation.measure import (
 )
 from emulation.packets import TraceHop
 from emulation.report import outcome_ok, report_data, summary_lines, write_report
-from emulation.run import RunInputError, RunOutcome, RunSettings, plan_run
+from emulation.run import RunInputError, RunOutcome, RunSettings, performance_of, plan_run
 from topologies.build import build_topology
 
 
@@ -90,12 +90,16 @@ def test_a_pattern_outside_its_domain_is_refused() -> None:
         plan_for(build_topology("ndt", dims="2x4x2"), traffic="transpose", check_capacity=False)
 
 
-def faithful_outcome(plan, out_dir, lose=()) -> RunOutcome:
+def faithful_outcome(plan, out_dir, lose=(), send_us=None, latency_us=None) -> RunOutcome:
+    """Every probe but `lose` received along the model's path; probe i sent at send_us(i) (default
+    1000 + i us) and received latency_us(i) later (default 200 + i us)."""
+    send_us = send_us or (lambda i: 1_000 + i)
+    latency_us = latency_us or (lambda i: 200 + i)
     tables = plan.tables
     sent, arrivals = [], []
     for i in range(len(plan.schedule)):
         src, dst = int(plan.schedule.src[i]), int(plan.schedule.dst[i])
-        sent.append(SentProbe(plan.schedule.probe_id(i), src, dst, 1_000 + i))
+        sent.append(SentProbe(plan.schedule.probe_id(i), src, dst, send_us(i)))
         if plan.schedule.probe_id(i) in lose:
             continue
         hops = tuple(
@@ -109,8 +113,8 @@ def faithful_outcome(plan, out_dir, lose=()) -> RunOutcome:
                 src,
                 dst,
                 tables.class_of_source(src),
-                1_000 + i,
-                1_200 + 2 * i,
+                send_us(i),
+                send_us(i) + latency_us(i),
                 hops,
             )
         )
@@ -131,6 +135,7 @@ def faithful_outcome(plan, out_dir, lose=()) -> RunOutcome:
         stray_probes=0,
         network_timings={},
         entries_installed=len(tables),
+        performance=performance_of(plan, results),
     )
 
 
