@@ -8,6 +8,7 @@ a stopped data plane, a failed one and one that does not answer all read as unhe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -88,6 +89,21 @@ sys.exit(cli.main(["--no-p4", "--side-channel", sys.argv[1], "--", "--grpc-serve
 """
 
 
+def wait_until_stopped(pid: int, limit_s: float = 10.0) -> None:
+    """Until every thread of ``pid`` is in state T (stopped), as /proc says."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        states = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+                states.append(stat[stat.rindex(")") + 2])
+        if states and all(state in "tT" for state in states):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not stop within {limit_s} s")
+
+
 def test_a_real_side_channel_reads_healthy_then_stopped() -> None:
     folder = Path(tempfile.mkdtemp(prefix="twinnet-"))
     card = SimpleNamespace(control_target=f"unix:{folder}/c.ctl")
@@ -102,6 +118,7 @@ def test_a_real_side_channel_reads_healthy_then_stopped() -> None:
             time.sleep(0.1)
         assert data_plane_healthy(card)
         os.kill(process.pid, signal.SIGSTOP)  # the process exists, its data plane does not run
+        wait_until_stopped(process.pid)  # a signal takes effect when the process is next scheduled
         started = time.monotonic()
         assert not data_plane_healthy(card)
         assert time.monotonic() - started < 1.0
