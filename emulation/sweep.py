@@ -172,6 +172,8 @@ def run_point(network, plan: ConfigPlan, settings: SweepSettings, load: float, s
     cpu_before = process_cpu_s(pid for pid in pids.values() if pid)
     started = time.monotonic()
     outcome = run_on_network(run_plan, network, show_bars=False)
+    if outcome.interrupted:  # Ctrl-C or SIGTERM during the point: the sweep stops, not just this point
+        raise KeyboardInterrupt(outcome.interrupted)
     elapsed = time.monotonic() - started
     cpu_after = process_cpu_s(pid for pid in pids.values() if pid)
     switch_cpu = {
