@@ -269,6 +269,7 @@ def test_run_sweep_measures_every_point_of_every_configuration(monkeypatch, tmp_
             accounting=types.SimpleNamespace(lost=lost, queue_drops={"c0": lost}),
             lossless=None,
             deadlock=None,
+            interrupted=None,
         )
 
     monkeypatch.setattr(sweep, "run_on_network", fake_run)
@@ -302,3 +303,25 @@ def test_run_sweep_measures_every_point_of_every_configuration(monkeypatch, tmp_
     assert (
         json.loads((tmp_path / "sweep.json").read_text())["configurations"][0]["points"][2]["late_sends"] == 0
     )
+
+
+def test_an_interrupted_point_stops_the_sweep(monkeypatch):
+    """Ctrl-C or SIGTERM ends the injection of the point it falls in; the sweep must not go on to
+    the next point (a background sweep could not be stopped otherwise)."""
+    import types
+
+    import emulation.sweep as sweep
+
+    points_run = []
+
+    def interrupted_run(plan, network, show_bars=False):
+        points_run.append(plan.rate)
+        return types.SimpleNamespace(interrupted="interrupted (signal)")
+
+    monkeypatch.setattr(sweep, "run_on_network", interrupted_run)
+    configurations = [Configuration("ring", build_topology("torus", dims="4"), "dor", "uniform")]
+    settings = SweepSettings(link_rate_pps=100.0, loads=(0.1, 0.2, 0.3), duration_s=1.0, cpu_capacity=1e6)
+    plans = plan_sweep(configurations, settings, need_root=False)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run_sweep(plans, settings, network_factory=_FakeNetwork)
+    assert len(points_run) == 1
