@@ -41,6 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--target", choices=("auto", "bmv2", "embedded"), default="auto")
     group.add_argument("--switch-processes", **SWITCH_PROCESSES_OPTION)
     group.add_argument(
+        "--lossless",
+        action="store_true",
+        help="lossless links (IEEE 802.1Qbb PFC per VC queue on every card and host; embedded target)",
+    )
+    group.add_argument(
         "--out", type=Path, metavar="DIR", help="output folder (default /tmp/twinnet/collective)"
     )
 
@@ -53,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
     from emulation.headroom import check_headroom, mean_cards_per_packet
     from emulation.link_rate import parse_link_rate
     from emulation.network import build_network, stderr_progress
-    from emulation.run import plan_run
+    from emulation.run import lossless_switch_arguments, plan_run
     from emulation.run_settings import RunSettings
 
     topology = topology_from_args(args)
@@ -62,7 +67,15 @@ def main(args: argparse.Namespace) -> int:
     num_pes = len(topology.hosts)
     plan = plan_run(
         topology,
-        RunSettings(routing=args.routing, traffic="uniform", packets=1, size=args.size, target=args.target),
+        RunSettings(
+            routing=args.routing,
+            traffic="uniform",
+            packets=1,
+            size=args.size,
+            target=args.target,
+            lossless=args.lossless,
+        ),
+        check_load=False,  # its planning schedule is never sent: the collective's own load is checked below
     )
     for name in names:  # every PE may send at the link rate at once
         messages = [m for step in collective_steps(name, num_pes, args.block) for m in step]
@@ -80,6 +93,7 @@ def main(args: argparse.Namespace) -> int:
         target=plan.switch_class.target_name,
         progress=stderr_progress,
         switch_processes=args.switch_processes,
+        switch_arguments=lossless_switch_arguments(plan.settings),
     ) as network:
         with open_cards(network) as cards:
             cards.install(plan.tables)
@@ -93,6 +107,7 @@ def main(args: argparse.Namespace) -> int:
                     block=args.block,
                     size=args.size,
                     say=stderr_progress,
+                    lossless=args.lossless,
                 )
             )
     out = args.out or Path("/tmp/twinnet/collective")
@@ -100,7 +115,13 @@ def main(args: argparse.Namespace) -> int:
     path = out / "collectives.json"
     path.write_text(
         json.dumps(
-            {"link_rate_pps": link_rate, "routing": plan.tables.algorithm, "collectives": results}, indent=2
+            {
+                "link_rate_pps": link_rate,
+                "lossless": args.lossless,
+                "routing": plan.tables.algorithm,
+                "collectives": results,
+            },
+            indent=2,
         )
         + "\n"
     )

@@ -93,15 +93,23 @@ def run_collective(
     size: int = 64,
     step_limit_s: float = 30.0,
     say: Callable[[str], None] | None = None,
+    lossless: bool = False,
 ) -> dict[str, Any]:
-    """Run collective `name` on a network whose tables are installed and links rate-limited; its figures."""
+    """Run collective `name` on a network whose tables are installed and links rate-limited; its figures.
+
+    ``lossless``: the cards run PFC (the network was built with it); the hosts then obey the
+    pauses their cards send, as in a lossless run.
+    """
     from emulation.measure import decode_arrival
+    from emulation.traffic import HostPauses
+    from p4switch.daemon.pfc import NOMINAL_FRAME_BITS
 
     say = say or (lambda message: None)
     steps = collective_steps(name, len(network.topology.hosts), block)
     step_times, latencies, missing = [], [], 0
     next_id = 1
-    with TrafficEngine(endpoints_of_network(network)) as engine:
+    pauses = HostPauses(link_rate_pps * NOMINAL_FRAME_BITS, link_rate_pps) if lossless else None
+    with TrafficEngine(endpoints_of_network(network), pauses) as engine:
         for number, messages in enumerate(steps):
             schedule = step_schedule(messages, link_rate_pps, next_id)
             next_id += len(schedule)

@@ -49,3 +49,32 @@ def test_dor_without_dateline_deadlocks_on_a_cycle_of_the_model(ring, tmp_path) 
     cards = [channel["card"] for channel in deadlock["cycle"]]
     assert len(cards) == len(set(cards)) == RING  # one direction of the ring, every card once
     assert {channel["priority"] for channel in deadlock["cycle"]} == {0}
+
+
+def test_an_all_to_all_on_lossless_links_delivers_every_packet(ring) -> None:
+    """Blocks of 20 packets from every PE to every other one overload the ring's + links (each
+    carries up to 3 flows at once): PFC must hold the senders back, not drop."""
+    from controller.routing import compute_tables
+    from emulation.card_access import open_cards
+    from emulation.collectives import run_collective
+    from emulation.run import queue_stats
+
+    def pauses_sent() -> int:
+        return sum(
+            row["pause_frames_sent"]
+            for answer in queue_stats(network).values()
+            for port in answer.get("ports", [])
+            for row in port.get("pfc", [])
+        )
+
+    topology, network = ring
+    with open_cards(network) as cards:
+        cards.install(compute_tables(topology, "dor"))
+    network.set_link_rates(LOAD["link_rate"])
+    before = pauses_sent()
+    result = run_collective(network, "all-to-all", link_rate_pps=LOAD["link_rate"], block=20, lossless=True)
+    assert pauses_sent() > before  # the load did need PFC
+    assert result["packets"] == RING * (RING - 1) * 20
+    assert result["missing_packets"] == 0
+    # every PE puts 80 packets on its link, one per link time
+    assert result["completion_time_s"] >= (4 * 20 - 1) / LOAD["link_rate"]
