@@ -74,7 +74,7 @@ class _LinkEngine:
 
     LINK_RATE = 1000.0
 
-    def __init__(self, _endpoints):
+    def __init__(self, _endpoints, _pauses=None):
         self.received = []
 
     def __enter__(self):
