@@ -34,7 +34,6 @@ import os
 import select
 import socket
 import struct
-import sys
 import threading
 import time
 from collections import deque
@@ -297,8 +296,6 @@ class SendRecord:
 
 #: A probe counts as late when sent more than this after its time, s.
 LATE_THRESHOLD_S = 0.005
-#: The interpreter's thread switch interval while sending (Python's default is 5 ms), s.
-SENDER_SWITCH_INTERVAL_S = 0.0005
 #: While probes are held by a pause, the sender looks for a release this often, s.
 HELD_POLL_S = 0.001
 
@@ -371,9 +368,7 @@ def close_sockets(sockets: Sequence[socket.socket]) -> None:
     """Close packet sockets in parallel: each close waits for an RCU grace period (the kernel's
     packet_release calls synchronize_net, ~17 ms here), which closes in parallel share; 256 host
     sockets took 4.3 s one after the other and 0.09 s this way."""
-    if len(sockets) <= 1:
-        for sock in sockets:
-            sock.close()
+    if not sockets:
         return
     with ThreadPoolExecutor(min(CLOSE_THREADS, len(sockets)), thread_name_prefix="twinnet-close") as pool:
         list(pool.map(socket.socket.close, sockets))
@@ -512,16 +507,10 @@ class TrafficEngine:
         holds what was sent until then.
         """
         record = SendRecord(np.full(len(schedule), -1, dtype=np.int64))
-        # Other threads of this process (the receiver, the run's watches) must hand the GIL back
-        # within a fraction of LATE_THRESHOLD_S, not Python's default 5 ms, for the sender to keep time.
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(SENDER_SWITCH_INTERVAL_S)
         try:
             self._send(schedule, size, record, tick, tick_every)
         except KeyboardInterrupt:
             record.interrupted = True
-        finally:
-            sys.setswitchinterval(interval)
         record.finished_us = now_us()
         return record
 
