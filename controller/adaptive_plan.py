@@ -1,10 +1,13 @@
 """What each card holds for adaptive routing: the adaptive tables and a selection function as card entries.
 
-Per card (p4src/README.md, "Adaptive routing"):
+The plans are controller.twins.CardPlan, as the deterministic tables give them, so
+that the installer (controller.install) writes both the same way. Per card
+(p4src/README.md, "Adaptive routing"):
 
 * ``card_config``'s default ``set_card(card id, hop limit)``;
 * ``selection_config``'s default ``set_selection(threshold, capacity, level per
-  port class)`` from controller.routing.selection.LEVELS (level 3: never);
+  port class)`` from controller.routing.selection.LEVELS (level 3: never), as
+  ``CardPlan.selection``;
 * per host port ``host_in`` (class 0) and ``host_out``;
 * ``vc_queue``: every VC of the plan on queue = VC (class 0);
 * every entry of the adaptive tables as ``adaptive_route`` (ingress port, dst PE,
@@ -17,27 +20,15 @@ adaptive VC per port first (``slots_of``); more than 8 candidate ports are refus
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from controller.routing.adaptive import AdaptiveTables
 from controller.routing.selection import LEVELS, check_selection
 from controller.translate import EntrySpec
-from controller.twins import PlanError
+from controller.twins import CardPlan, PlanError, base_plans
 from p4src import card
 
 #: occupancy threshold between "low" and "high", and the occupancy at which a VC is not available
 #: (packets; the embedded target's queues hold 64 by default)
 DEFAULT_THRESHOLD, DEFAULT_CAPACITY = 4, 48
-
-
-@dataclass
-class AdaptiveCardPlan:
-    """The control-plane state of one adaptive card: default actions and entries."""
-
-    name: str
-    card_id: int
-    defaults: dict[str, tuple[str, tuple[int, ...]]]
-    entries: list[EntrySpec] = field(default_factory=list)
 
 
 def selection_params(selection: str, threshold: int, capacity: int) -> tuple[int, ...]:
@@ -82,7 +73,7 @@ def plan_adaptive_cards(
     threshold: int = DEFAULT_THRESHOLD,
     capacity: int = DEFAULT_CAPACITY,
     hop_limit: int = card.MAX_TRACE,
-) -> dict[str, AdaptiveCardPlan]:
+) -> dict[str, CardPlan]:
     """Every card's plan (by card name) for the adaptive tables `model` and a selection function."""
     if model.queues_per_port() > card.PRIORITY_QUEUES:
         raise PlanError(
@@ -90,30 +81,17 @@ def plan_adaptive_cards(
             f"per port; a port has {card.PRIORITY_QUEUES}: these tables can be analysed, not emulated"
         )
     net = model.network
-    chosen = selection_params(selection, threshold, capacity)
-    plans = {
-        name: AdaptiveCardPlan(
-            name,
-            card_id,
-            {
-                card.CARD_CONFIG: (card.SET_CARD, (card_id, hop_limit)),
-                card.SELECTION_CONFIG: (card.SET_SELECTION, chosen),
-            },
-        )
-        for card_id, name in enumerate(net.card_names)
-    }
+    if net.card_names != [c.name for c in sorted(model.topology.cards.values(), key=lambda c: c.card_id)]:
+        raise PlanError("the adaptive tables were computed for another topology (its cards differ)")
+    chosen = (card.SET_SELECTION, selection_params(selection, threshold, capacity))
+    plans = base_plans(model.topology, hop_limit, lambda pe: 0)
     vcs = sorted({vc for plan in model.vc_plan.values() for vc in plan["escape"] + plan["adaptive"]})
     for plan in plans.values():
-        plan.entries += [EntrySpec(card.VC_QUEUE, (0, vc), card.SET_QUEUE, (vc,)) for vc in vcs]
-    for host in model.topology.hosts:
-        plans[host.card].entries += [
-            EntrySpec(card.HOST_IN, (host.port,), card.FROM_HOST, (host.pe, 0)),
-            EntrySpec(card.HOST_OUT, (host.port,), card.TO_HOST, ()),
-        ]
+        plan.selection = chosen
+        for vc in vcs:
+            plan.add(EntrySpec(card.VC_QUEUE, (0, vc), card.SET_QUEUE, (vc,)))
     for index in range(len(model)):
         name = net.card_names[int(model.card_id[index])]
         match = (int(model.ingress_port[index]), int(model.dst_pe[index]), 0, int(model.escaped[index]))
-        plans[name].entries.append(
-            EntrySpec(card.ADAPTIVE_ROUTE, match, card.SET_CANDIDATES, slots_of(model, index))
-        )
+        plans[name].add(EntrySpec(card.ADAPTIVE_ROUTE, match, card.SET_CANDIDATES, slots_of(model, index)))
     return plans

@@ -24,8 +24,12 @@
    routing algorithm needs no restart and changes only what differs.
 
 The order of the updates on a card keeps every entry it installs usable at once:
-queue entries first, then route entries, then the host ports' entries (which may
-change a PE's routing class), then the deletions (routes, host ports, queues).
+queue entries first, then route entries (``route``, and ``adaptive_route`` of adaptive
+routing), then the host ports' entries (which may change a PE's routing class), then
+``selection_config``'s default action (which switches the card between ``route`` and
+``adaptive_route``, both already filled), then the deletions (routes, host ports,
+queues). Adaptive routing's plans (controller.adaptive_plan) go through the same
+path: :meth:`TwinController.install_adaptive`.
 Cards are updated concurrently and independently: during a live re-install
 packets may cross cards of which some already have the new tables (a network-wide
 atomic switch would need a second routing class per algorithm; the card program
@@ -88,24 +92,39 @@ _WRITE_ORDER = [
     (MODIFY, card.VC_QUEUE),
     (INSERT, card.ROUTE),
     (MODIFY, card.ROUTE),
+    (INSERT, card.ADAPTIVE_ROUTE),
+    (MODIFY, card.ADAPTIVE_ROUTE),
     (INSERT, card.HOST_IN),
     (MODIFY, card.HOST_IN),
     (INSERT, card.HOST_OUT),
     (MODIFY, card.HOST_OUT),
     (DELETE, card.ROUTE),
+    (DELETE, card.ADAPTIVE_ROUTE),
     (DELETE, card.HOST_IN),
     (DELETE, card.HOST_OUT),
     (DELETE, card.VC_QUEUE),
 ]
 
+#: the first deletion in _WRITE_ORDER: selection_config's default is written just before it
+_FIRST_DELETE = next(i for i, (kind, _) in enumerate(_WRITE_ORDER) if kind == DELETE)
+#: keyless tables whose default action the plan sets
+_DEFAULT_TABLES = (card.CARD_CONFIG, card.SELECTION_CONFIG)
+
 EntryKey = tuple[str, tuple[int, ...]]
+#: a default action and its parameters
+Default = tuple[str, tuple[int, ...]]
+
+
+def planned_defaults(plan: CardPlan) -> dict[str, Default]:
+    """The default actions a plan sets, by table: card_config's set_card and selection_config's."""
+    return {card.CARD_CONFIG: (card.SET_CARD, tuple(plan.config)), card.SELECTION_CONFIG: plan.selection}
 
 
 @dataclass(frozen=True)
 class ProgressEvent:
     """Progress of an install: the card it concerns, the stage, and entries handled so far in all cards.
 
-    ``total`` starts as every plan's entries (plus each card's ``card_config``) and grows by the
+    ``total`` starts as every plan's entries (plus each card's two default actions) and grows by the
     deletions each card needs once compared; ``done`` counts entries found in place and updates written.
     """
 
@@ -438,6 +457,18 @@ class TwinController:
         plans = plan_cards(topology, tables, hop_limit)
         return self.apply(plans, pipeline=pipeline, label=f"install {tables.algorithm}")
 
+    def install_adaptive(
+        self, model: Any, selection: str, *, pipeline: str = "auto", **options: Any
+    ) -> InstallReport:
+        """Make every card hold the plan of the adaptive tables `model` with a selection function.
+
+        `options` go to controller.adaptive_plan.plan_adaptive_cards (threshold, capacity, hop_limit).
+        """
+        from controller.adaptive_plan import plan_adaptive_cards
+
+        plans = plan_adaptive_cards(model, selection, **options)
+        return self.apply(plans, pipeline=pipeline, label=f"install adaptive {selection}")
+
     def reinstall(self, topology: Any, tables: Any, *, hop_limit: int | None = None) -> InstallReport:
         """Switch the running cards to `tables` without touching their pipeline: the difference only."""
         plans = plan_cards(topology, tables, hop_limit)
@@ -455,7 +486,7 @@ class TwinController:
         started = time.monotonic()
         with self._lock:
             self._done = 0
-            self._total = sum(len(plan.entries) + 1 for plan in plans.values())
+            self._total = sum(len(plan.entries) + len(_DEFAULT_TABLES) for plan in plans.values())
         # the plans (millions of entries at 1,024 cards) outlive the install: out of the cyclic
         # collector's full passes while it runs
         gc.freeze()
@@ -484,8 +515,8 @@ class TwinController:
             result.pipeline_pushed = self._ensure_pipeline(connection, pipeline)
             if result.pipeline_pushed:
                 self._report(plan.name, "pipeline pushed")
-            current, config = ({}, None) if result.pipeline_pushed else self._read_card(connection)
-            updates, descriptions = self._updates_for(plan, current, config, result)
+            current, defaults = ({}, {}) if result.pipeline_pushed else self._read_card(connection)
+            updates, descriptions = self._updates_for(plan, current, defaults, result)
             self._report(plan.name, "compared", result.unchanged, more=result.deleted)
             failures = connection.write(
                 updates,
@@ -526,34 +557,34 @@ class TwinController:
             )
         return False
 
-    def _read_card(
-        self, connection: CardConnection
-    ) -> tuple[dict[EntryKey, EntrySpec], tuple[str, tuple[int, ...]] | None]:
-        """What a card holds: its entries in the controller's tables, and card_config's default action."""
+    def _read_card(self, connection: CardConnection) -> tuple[dict[EntryKey, EntrySpec], dict[str, Default]]:
+        """What a card holds: its entries in the controller's tables, and the default actions of
+        card_config and selection_config (by table)."""
         entities = []
         for table in card.ENTRY_TABLES:
             entity = p4runtime_pb2.Entity()
             entity.table_entry.table_id = self.index.table_id(table)
             entities.append(entity)
-        entity = p4runtime_pb2.Entity()
-        entity.table_entry.table_id = self.index.table_id(card.CARD_CONFIG)
-        entity.table_entry.is_default_action = True
-        entities.append(entity)
+        for table in _DEFAULT_TABLES:
+            entity = p4runtime_pb2.Entity()
+            entity.table_entry.table_id = self.index.table_id(table)
+            entity.table_entry.is_default_action = True
+            entities.append(entity)
         current: dict[EntryKey, EntrySpec] = {}
-        config = None
+        defaults: dict[str, Default] = {}
         for is_default, spec in connection.read_specs(entities):
             if is_default:
-                if spec.table == card.CARD_CONFIG and spec.action == card.SET_CARD:
-                    config = (spec.action, spec.params)
+                if spec.table in _DEFAULT_TABLES:
+                    defaults[spec.table] = (spec.action, spec.params)
             elif spec.table in card.ENTRY_TABLES:
                 current[spec.key] = spec
-        return current, config
+        return current, defaults
 
     def _updates_for(
         self,
         plan: CardPlan,
         current: Mapping[EntryKey, EntrySpec],
-        config: tuple[str, tuple[int, ...]] | None,
+        defaults: Mapping[str, Default],
         result: CardResult,
     ) -> tuple[list[p4runtime_pb2.Update], list[str]]:
         """The updates that turn `current` into the plan, in write order, with a description of each."""
@@ -571,16 +602,20 @@ class TwinController:
                 buckets[DELETE, spec.table].append(spec)
         updates: list[p4runtime_pb2.Update] = []
         descriptions: list[str] = []
-        wanted_config = (card.SET_CARD, plan.config)
-        if config != wanted_config:
-            updates.append(
-                update(MODIFY, default_entry(self.index, card.CARD_CONFIG, card.SET_CARD, plan.config))
-            )
-            descriptions.append(f"{card.CARD_CONFIG} default -> {card.SET_CARD}{plan.config}")
-            result.modified += 1
-        else:
-            result.unchanged += 1
+
+        def set_default(table: str) -> None:
+            wanted = planned_defaults(plan)[table]
+            if defaults.get(table) != wanted:
+                updates.append(update(MODIFY, default_entry(self.index, table, *wanted)))
+                descriptions.append(f"{table} default -> {wanted[0]}{wanted[1]}")
+                result.modified += 1
+            else:
+                result.unchanged += 1
+
+        set_default(card.CARD_CONFIG)
         for kind, table in _WRITE_ORDER:
+            if (kind, table) == _WRITE_ORDER[_FIRST_DELETE]:  # both route tables filled: switch between them
+                set_default(card.SELECTION_CONFIG)
             for spec in buckets[kind, table]:
                 updates.append(spec_update(self.index, kind, spec))
                 descriptions.append(spec.describe())
@@ -604,17 +639,16 @@ class TwinController:
         def check(name: str) -> list[EntryDifference] | str:
             plan = plans[name]
             try:
-                current, config = self._read_card(self._connection(name, write=False))
+                current, defaults = self._read_card(self._connection(name, write=False))
             except CardError as error:
                 self._drop_connection(name)
                 return str(error)
             found: list[EntryDifference] = []
-            wanted_config = EntrySpec(card.CARD_CONFIG, (), card.SET_CARD, plan.config)
-            if config != (wanted_config.action, wanted_config.params):
-                actual = EntrySpec(card.CARD_CONFIG, (), *config) if config else None
-                found.append(
-                    EntryDifference(name, "different" if actual else "missing", wanted_config, actual)
-                )
+            for table, wanted in planned_defaults(plan).items():
+                if defaults.get(table) != wanted:
+                    expected = EntrySpec(table, (), *wanted)
+                    actual = EntrySpec(table, (), *defaults[table]) if table in defaults else None
+                    found.append(EntryDifference(name, "different" if actual else "missing", expected, actual))
             for key, spec in sorted(plan.entries.items()):
                 have = current.get(key)
                 if have is None:
@@ -629,7 +663,7 @@ class TwinController:
         outcome = self._each_card(plans, check)
         differences = [d for result in outcome.values() if not isinstance(result, str) for d in result]
         errors = {name: result for name, result in outcome.items() if isinstance(result, str)}
-        return VerifyReport(differences, errors, sum(len(plan.entries) + 1 for plan in plans.values()))
+        return VerifyReport(differences, errors, sum(len(plan.entries) + 2 for plan in plans.values()))
 
     # -- counters -----------------------------------------------------------------
 

@@ -10,7 +10,10 @@ card, docs/contracts.md) a :class:`CardPlan` gives
 * per (routing class, VC) its route entries use, ``vc_queue``:
   ``set_queue(RoutingTables.queue_of(class, VC))``;
 * every route entry of the routing tables for that card, translated one to one
-  (``route``: (ingress port, destination PE, class) -> ``set_route(egress port, VC)``).
+  (``route``: (ingress port, destination PE, class) -> ``set_route(egress port, VC)``);
+* ``selection_config``'s default action: ``deterministic()`` here (the card routes
+  by ``route``); an adaptive card's plan (controller.adaptive_plan) sets
+  ``set_selection(...)`` and fills ``adaptive_route`` instead of ``route``.
 
 Ports that are neither host-facing (external or internal links, unused ports)
 need no entry: the card program treats any port without a ``host_in`` entry
@@ -21,6 +24,7 @@ No routing is computed here; the routing tables are the only source.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from controller.routing.table import RoutingTables
@@ -40,6 +44,7 @@ class CardPlan:
 
     ``entries``: (table, match) -> EntrySpec, for every table the controller fills;
     ``config``: the parameters of ``card_config``'s default action ``set_card``;
+    ``selection``: ``selection_config``'s default action and its parameters;
     ``roles``: port -> "host PE n", "external", "internal" or "unused".
     """
 
@@ -49,6 +54,7 @@ class CardPlan:
     side: int
     config: tuple[int, int]
     entries: dict[tuple[str, tuple[int, ...]], EntrySpec] = field(default_factory=dict)
+    selection: tuple[str, tuple[int, ...]] = (card.DETERMINISTIC, ())
     roles: dict[int, str] = field(default_factory=dict)
 
     def add(self, spec: EntrySpec) -> None:
@@ -104,23 +110,7 @@ def plan_cards(
     if tables.num_classes - 1 > card.MAX_CLASS:
         raise PlanError(f"{tables.num_classes} routing classes do not fit the 4-bit class field")
     limit = hop_limit_for(tables) if hop_limit is None else hop_limit
-    plans = {
-        c.name: CardPlan(c.name, c.card_id, c.twin, c.side, (c.card_id, limit))
-        for c in sorted(topology.cards.values(), key=lambda c: c.card_id)
-    }
-    for name, plan in plans.items():
-        for ref in topology.card_ports(name):
-            if topology.is_connected(ref):
-                link = topology.link_at(ref)
-                plan.roles[ref.port] = link.kind if link.kind != "host" else "host"
-            else:
-                plan.roles[ref.port] = "unused"
-    for host in topology.hosts:
-        plan = plans[host.card]
-        routing_class = tables.class_of_source(host.pe)
-        plan.roles[host.port] = f"host PE {host.pe}"
-        plan.add(EntrySpec(card.HOST_IN, (host.port,), card.FROM_HOST, (host.pe, routing_class)))
-        plan.add(EntrySpec(card.HOST_OUT, (host.port,), card.TO_HOST, ()))
+    plans = base_plans(topology, limit, tables.class_of_source)
     names = tables.network.card_names
     queues_used: dict[str, set[tuple[int, int]]] = {name: set() for name in plans}
     for entry in tables.entries():
@@ -146,4 +136,27 @@ def plan_cards(
                     f"{card.PRIORITY_QUEUES} priority queues: these tables can be analysed, not emulated"
                 )
             plans[name].add(EntrySpec(card.VC_QUEUE, (routing_class, vc), card.SET_QUEUE, (queue,)))
+    return plans
+
+
+def base_plans(
+    topology: Topology, hop_limit: int, class_of_source: Callable[[int], int]
+) -> dict[str, CardPlan]:
+    """Every card's plan without routes: card_config, port roles, host ports (``host_in``, ``host_out``)."""
+    plans = {
+        c.name: CardPlan(c.name, c.card_id, c.twin, c.side, (c.card_id, hop_limit))
+        for c in sorted(topology.cards.values(), key=lambda c: c.card_id)
+    }
+    for name, plan in plans.items():
+        for ref in topology.card_ports(name):
+            if topology.is_connected(ref):
+                link = topology.link_at(ref)
+                plan.roles[ref.port] = link.kind if link.kind != "host" else "host"
+            else:
+                plan.roles[ref.port] = "unused"
+    for host in topology.hosts:
+        plan = plans[host.card]
+        plan.roles[host.port] = f"host PE {host.pe}"
+        plan.add(EntrySpec(card.HOST_IN, (host.port,), card.FROM_HOST, (host.pe, class_of_source(host.pe))))
+        plan.add(EntrySpec(card.HOST_OUT, (host.port,), card.TO_HOST, ()))
     return plans

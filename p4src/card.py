@@ -149,8 +149,9 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     action: tuple(name for name, _ in CARD_TABLES[table]["actions"][action])
     for table, action in _CONTROLLER_ACTIONS.items()
 }
-#: tables holding entries the controller installs (card_config has only its default action)
-ENTRY_TABLES: tuple[str, ...] = (HOST_IN, ROUTE, VC_QUEUE, HOST_OUT)
+#: tables holding entries the controller installs (card_config and selection_config have only their
+#: default actions)
+ENTRY_TABLES: tuple[str, ...] = (HOST_IN, ROUTE, VC_QUEUE, HOST_OUT, ADAPTIVE_ROUTE)
 
 # ---- counters and drop reasons --------------------------------------------------------
 #: ``MyIngress.drops`` cell of each drop reason (cell 0 is never counted).

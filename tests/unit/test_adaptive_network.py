@@ -43,9 +43,9 @@ class CardNetwork:
         self.pipelines = []
         for plan in plan_adaptive_cards(model, selection).values():
             pipeline = program.new_pipeline()
-            for table, (action, params) in plan.defaults.items():
-                pipeline.table_set_default(table, action, params)
-            for spec in plan.entries:
+            pipeline.table_set_default(names.CARD_CONFIG, names.SET_CARD, plan.config)
+            pipeline.table_set_default(names.SELECTION_CONFIG, *plan.selection)
+            for spec in plan.entries.values():
                 fields = [name for name, _ in names.CARD_TABLES[spec.table]["keys"]]
                 pipeline.table_insert(
                     spec.table, dict(zip(fields, spec.match, strict=True)), spec.action, spec.params
