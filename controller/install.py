@@ -648,7 +648,9 @@ class TwinController:
                 if defaults.get(table) != wanted:
                     expected = EntrySpec(table, (), *wanted)
                     actual = EntrySpec(table, (), *defaults[table]) if table in defaults else None
-                    found.append(EntryDifference(name, "different" if actual else "missing", expected, actual))
+                    found.append(
+                        EntryDifference(name, "different" if actual else "missing", expected, actual)
+                    )
             for key, spec in sorted(plan.entries.items()):
                 have = current.get(key)
                 if have is None:

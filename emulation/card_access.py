@@ -44,6 +44,13 @@ class Cards:
             raise CardAccessError(f"installing {tables.algorithm} failed: " + "; ".join(report.errors()[:5]))
         return report.written
 
+    def install_plans(self, plans: dict, label: str) -> int:
+        """Push the program to every card and install `plans` (controller.twins.CardPlan by card name)."""
+        report = self.controller.apply(plans, pipeline="push", label=f"install {label}")
+        if not report.ok:
+            raise CardAccessError(f"installing {label} failed: " + "; ".join(report.errors()[:5]))
+        return report.written
+
     def counters(self, names: Iterable[str] | None = None) -> dict[str, CardCounters]:
         """Counters of the named cards (default all); a card that cannot be read is left out."""
         wanted = list(names) if names is not None else None

@@ -21,7 +21,7 @@ cards counted (drops by reason, queue tail drops, which cards died). Outputs:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,8 +31,10 @@ from controller.routing import RoutingError, RoutingTables, walk
 from controller.routing.network import EXTERNAL, HOST, INTERNAL, PORT_KIND_NAMES
 from emulation.packets import TraceHop, Twinnet, decode, latency_us, path
 
-#: verdicts of a probe
-EQUAL, DIFFERS, MISDELIVERED, LOST = "equal", "differs", "misdelivered", "lost"
+#: verdicts of a probe; ``allowed`` is adaptive routing's "on the model": every hop one the candidate
+#: tables allow (emulation.adaptive_run), where a deterministic run's is ``equal``
+EQUAL, ALLOWED, DIFFERS, MISDELIVERED, LOST = "equal", "allowed", "differs", "misdelivered", "lost"
+ON_MODEL = (EQUAL, ALLOWED)
 
 
 @dataclass(frozen=True)
@@ -410,6 +412,7 @@ def account(
     target: str,
     *,
     stopped_by_deadlock: bool = False,
+    cards_of: Callable[[ProbeResult], list[int]] | None = None,
 ) -> Accounting:
     """Attribute every lost probe to a cause, spending each card's counted drops once.
 
@@ -419,6 +422,8 @@ def account(
     "probable queue overflow" on bmv2 (whose queue drops no counter shows) and
     "unexplained" elsewhere, or, when the run stopped on a deadlock, "in deadlocked
     queues" (a lossless network drops nothing: what is missing is stuck).
+    ``cards_of(result)`` gives the cards a lost probe may have crossed (default: its
+    model path's; adaptive routing: those of every path it may take).
     """
     names = tables.network.card_names
     dead = sorted(set(dead_cards))
@@ -439,7 +444,10 @@ def account(
     for result in results:
         if result.verdict != LOST:
             continue
-        cards = [hop.card_id for hop in result.model.hops] if result.model is not None else []
+        if cards_of is not None:
+            cards = cards_of(result)
+        else:
+            cards = [hop.card_id for hop in result.model.hops] if result.model is not None else []
         cause = None
         died = [card for card in cards if card in dead_ids]
         if died:
@@ -498,7 +506,7 @@ def account(
 
 def verdict_counts(results: Iterable[ProbeResult]) -> dict[str, int]:
     counts = Counter(result.verdict for result in results)
-    return {verdict: counts.get(verdict, 0) for verdict in (EQUAL, DIFFERS, MISDELIVERED, LOST)}
+    return {verdict: counts.get(verdict, 0) for verdict in (EQUAL, ALLOWED, DIFFERS, MISDELIVERED, LOST)}
 
 
 def latency_groups(results: Iterable[ProbeResult], tables: RoutingTables) -> dict[str, dict[str, list[int]]]:

@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from controller.routing import UNSAFE
+from emulation.adaptive_run import lengthening, report_section, vc_kinds
 from emulation.measure import (
+    ALLOWED,
+    EQUAL,
     LOST,
     distribution,
     hop_kinds,
@@ -165,14 +168,18 @@ def report_data(outcome: RunOutcome) -> dict[str, Any]:
             "counts": plan.topology.counts(),
         },
         "routing": {
-            "algorithm": tables.algorithm,
-            "table_entries": len(tables),
+            "algorithm": "adaptive" if plan.adaptive is not None else tables.algorithm,
+            "name": plan.routing_name,
+            "table_entries": len(plan.adaptive.model) if plan.adaptive is not None else len(tables),
             "entries_installed": outcome.entries_installed,
             "queues_per_port": tables.queues_per_port(),
             "num_classes": tables.num_classes,
             "queue_rule": tables.queue_rule,
             "longest_model_path_cards": plan.longest_path_cards,
             "dependency_graph_acyclic": plan.acyclic,
+            "deadlock_check": "Duato's condition on the adaptive tables"
+            if plan.adaptive is not None
+            else "channel dependency graph of the route tables",
             "unsafe": UNSAFE.get(tables.algorithm),
         },
         "target": outcome.target,
@@ -193,9 +200,11 @@ def report_data(outcome: RunOutcome) -> dict[str, Any]:
             **verdicts,
             "unit": "probes",
             "meaning": "equal: measured path equals the model's hop by hop (card, ingress, egress, VC, "
-            "priority); differs: see divergences; misdelivered: another host received it; "
-            "lost: never received (see accounting)",
+            "priority); allowed (adaptive routing): every hop is an adaptive candidate or the escape of "
+            "the candidate tables, escapes to the end once escaped; differs: see divergences; "
+            "misdelivered: another host received it; lost: never received (see accounting)",
         },
+        "adaptive": report_section(results, plan.adaptive) if plan.adaptive is not None else None,
         "divergences": divergences[:DIVERGENCES_LISTED],
         "divergences_total": len(divergences),
         "accounting": accounting,
@@ -286,15 +295,17 @@ def _performance(outcome: RunOutcome) -> dict[str, Any] | None:
 
 
 def outcome_ok(outcome: RunOutcome) -> bool:
-    """Every probe arrived along the model's path, the channels are the model's and the crossings agree."""
+    """Every probe arrived along the model's path (adaptive routing: a path the candidate tables allow),
+    the channels are the model's and (deterministic routing) the crossings agree with the analysis."""
     verdicts = verdict_counts(outcome.results)
+    adaptive = outcome.plan.adaptive is not None
     return (
         not outcome.interrupted
         and outcome.deadlock is None
         and bool(outcome.results)
-        and verdicts["equal"] == len(outcome.results)
+        and verdicts[ALLOWED if adaptive else EQUAL] == len(outcome.results)
         and outcome.channels.ok
-        and outcome.crossings.equal
+        and (adaptive or outcome.crossings.equal)
         and not outcome.dead_cards
     )
 
@@ -334,23 +345,35 @@ def summary_lines(outcome: RunOutcome, files: dict[str, Path] | None = None) -> 
     cross = outcome.crossings
     lines = [
         f"twinnet run: {plan.topology.family} {plan.topology.params.get('dims') or ''}".rstrip()
-        + f" ({counts['cards']} cards, {counts['hosts']} hosts), routing {plan.tables.algorithm}, "
+        + f" ({counts['cards']} cards, {counts['hosts']} hosts), routing {plan.routing_name}, "
         f"traffic {plan.traffic.name}, target {outcome.target}",
         f"  probes      sent {acc.sent}, received {acc.received}, lost {acc.lost}"
         + (f", duplicates {acc.duplicates}" if acc.duplicates else ""),
-        f"  paths       equal to the model {verdicts['equal']}, differ {verdicts['differs']}, "
-        f"misdelivered {verdicts['misdelivered']}",
+        (
+            f"  paths       allowed by the candidate tables {verdicts['allowed']}, "
+            if plan.adaptive is not None
+            else f"  paths       equal to the model {verdicts['equal']}, "
+        )
+        + f"differ {verdicts['differs']}, misdelivered {verdicts['misdelivered']}",
         f"  channels    {outcome.channels.used} used, "
         + (
-            "all in the model's acyclic dependency graph"
+            (
+                "all the candidate tables' (Duato's condition holds)"
+                if plan.adaptive is not None
+                else "all in the model's acyclic dependency graph"
+            )
             if outcome.channels.ok
             else f"{len(outcome.channels.foreign)} not in the model"
             + ("" if outcome.channels.model_acyclic else "; the model's graph has a cycle")
         ),
         f"  internal    {cross.measured_internal} crossings measured, "
-        f"{cross.analysis_internal} by the analysis "
-        f"({'equal' if cross.equal else 'DIFFERENT'}); external hops {cross.measured_external} / "
-        f"{cross.analysis_external}",
+        f"{cross.analysis_internal} by the analysis"
+        + (
+            f" of the escape paths; external hops {cross.measured_external} / {cross.analysis_external}"
+            if plan.adaptive is not None
+            else f" ({'equal' if cross.equal else 'DIFFERENT'}); external hops {cross.measured_external} / "
+            f"{cross.analysis_external}"
+        ),
         f"  latency     median {_fmt(lat['p50'], ' us')}, p99 {_fmt(lat['p99'], ' us')}, "
         f"max {_fmt(lat['max'], ' us')}" + _in_packet_times(lat, plan.settings.effective_link_rate()),
         f"  injection   {outcome.injection['probes_sent']} probes at {plan.rate:g} /s per host "
@@ -366,6 +389,8 @@ def summary_lines(outcome: RunOutcome, files: dict[str, Path] | None = None) -> 
             f"{figures['accepted']:.3f} packets per PE per link time; after the warm-up mean latency "
             f"{_figure(mean)}, message latency {_figure(message)} packet times"
         )
+    if plan.adaptive is not None:
+        lines.extend(_adaptive_lines(outcome))
     if outcome.interrupted:
         lines.insert(1, f"  INTERRUPTED {outcome.interrupted}")
     if UNSAFE.get(plan.tables.algorithm):
@@ -407,3 +432,19 @@ def summary_lines(outcome: RunOutcome, files: dict[str, Path] | None = None) -> 
         others = [str(p.name) for name, p in files.items() if name != "json"]
         lines.append(f"              {', '.join(others)} in {outcome.out_dir}")
     return lines
+
+
+def _adaptive_lines(outcome: RunOutcome) -> list[str]:
+    """The summary's lines on adaptive routing: VC kinds used, path lengths against the escape's."""
+    kinds = vc_kinds(outcome.results, outcome.plan.adaptive)
+    length = lengthening(outcome.results, outcome.plan.adaptive)
+    share = kinds["adaptive_share"]
+    return [
+        f"  VC kinds    adaptive {kinds['adaptive_hops']} hops, escape {kinds['escape_hops']} "
+        f"({'-' if share is None else f'{100 * share:.1f}%'} adaptive); "
+        f"{kinds['probes_that_escaped']} of {kinds['probes']} probes escaped",
+        f"  lengths     mean {_figure(length['mean_measured'])} links measured, escape path "
+        f"{_figure(length['mean_escape_path'])}, fewest allowed {_figure(length['mean_fewest_allowed'])}; "
+        f"longer than the escape path {length['longer_than_escape']}, "
+        f"shorter {length['shorter_than_escape']}",
+    ]

@@ -37,7 +37,7 @@ def _title(outcome: RunOutcome) -> str:
     shape = params.get("dims") or f"k={params.get('k')} n={params.get('n')}"
     if isinstance(shape, (list, tuple)):
         shape = "x".join(str(v) for v in shape)
-    return f"{plan.topology.family} {shape}, {plan.tables.algorithm}, {plan.traffic.name}"
+    return f"{plan.topology.family} {shape}, {plan.routing_name}, {plan.traffic.name}"
 
 
 def draw_link_loads(outcome: RunOutcome, path: Path) -> Path:

@@ -32,6 +32,8 @@ from controller.analysis.deadlock import check_deadlock
 from controller.analysis.paths import AllPairs
 from controller.analysis.traffic import Traffic, make_traffic
 from controller.routing import RoutingTables, algorithms_for, compute_tables
+from controller.routing.registry import ADAPTIVE
+from emulation.adaptive_run import AdaptiveRouting, judge_adaptive, longest_cards_bound, prepare_adaptive
 from emulation.deadlock_watch import DeadlockWatch, compare_with_model, model_dependencies, poll_interval
 from emulation.links import LINK_MTU
 from emulation.liveness import MAX_PARALLEL_CHECKS, DataPlaneWatch
@@ -107,6 +109,13 @@ class RunPlan:
     memory_summary: str
     #: the messages of a --load run (None: probes at --rate)
     workload: Workload | None = None
+    #: adaptive routing (``tables`` are then its escape routing's, read off the adaptive tables)
+    adaptive: AdaptiveRouting | None = None
+
+    @property
+    def routing_name(self) -> str:
+        """The routing as reports name it: the algorithm, or adaptive with its selection and escape."""
+        return self.adaptive.name if self.adaptive is not None else self.tables.algorithm
 
 
 def default_routing(topology: Topology) -> str:
@@ -158,13 +167,23 @@ def plan_run(
         check_routing_size(topology_size(topology), f"this {topology.family} topology")
     except TopologyError as error:
         raise RunInputError(str(error)) from error
-    try:
-        tables = compute_tables(topology, routing)
-    except ValueError as error:
-        raise RunInputError(f"--routing: {error}") from error
+    adaptive = None
+    if routing.strip().lower() == ADAPTIVE:
+        adaptive = prepare_adaptive(topology, settings.selection)
+        tables = adaptive.escape
+    elif settings.selection is not None:
+        raise RunInputError(
+            f"--selection chooses among adaptive routing's candidates: give --routing {ADAPTIVE}"
+        )
+    else:
+        try:
+            tables = compute_tables(topology, routing)
+        except ValueError as error:
+            raise RunInputError(f"--routing: {error}") from error
     summary = ""
     if settings.check_capacity:  # the cards' memory grows with their tables: checked with them
-        summary = _check_memory(topology, switch_class, settings, entries=len(tables))
+        entries = len(adaptive.model) if adaptive is not None else len(tables)
+        summary = _check_memory(topology, switch_class, settings, entries=entries)
     queues = tables.queues_per_port()
     if queues > PRIORITY_QUEUES:
         raise RunInputError(
@@ -173,6 +192,8 @@ def plan_run(
         )
     all_pairs = AllPairs(tables)
     longest = int(all_pairs.links().max(initial=0)) + 1
+    if adaptive is not None:  # adaptive paths may be longer than the escape's
+        longest = max(longest, longest_cards_bound(adaptive.model))
     if longest > MAX_TRACE:
         raise RunInputError(
             f"the longest model path visits {longest} cards; the trace stack holds {MAX_TRACE} "
@@ -206,7 +227,7 @@ def plan_run(
         settings,
         tables,
         all_pairs,
-        check_deadlock(all_pairs).deadlock_free,
+        adaptive.duato.deadlock_free if adaptive is not None else check_deadlock(all_pairs).deadlock_free,
         traffic,
         schedule,
         packets,
@@ -215,6 +236,7 @@ def plan_run(
         switch_class,
         summary,
         workload,
+        adaptive,
     )
 
 
@@ -459,7 +481,10 @@ def run_on_network(
     timings: dict[str, float] = {}
     with open_cards(network) as cards:
         mark = time.monotonic()
-        installed = cards.install(plan.tables)
+        if plan.adaptive is not None:
+            installed = cards.install_plans(plan.adaptive.plans, plan.adaptive.name)
+        else:
+            installed = cards.install(plan.tables)
         timings["install_s"] = time.monotonic() - mark
         say(
             f"{installed} table entries installed on {len(cards.names)} cards in {timings['install_s']:.1f} s"
@@ -488,7 +513,11 @@ def run_on_network(
         if record.send_us[i] >= 0
     ]
     arrivals = [a for a in (decode_arrival(f.pe, f.frame, f.receive_us) for f in frames) if a is not None]
-    results = judge(sent, arrivals, ModelPaths(plan.tables))
+    adaptive = plan.adaptive
+    if adaptive is None:
+        results = judge(sent, arrivals, ModelPaths(plan.tables))
+    else:
+        results = judge_adaptive(sent, arrivals, adaptive, ModelPaths(plan.tables))
     accounting = account(
         results,
         plan.tables,
@@ -497,8 +526,10 @@ def run_on_network(
         dead_now,
         network.switch_class.target_name,
         stopped_by_deadlock=parts["deadlock"] is not None,
+        cards_of=None if adaptive is None else lambda r: adaptive.fewest.cards_on_paths(r.src, r.dst),
     )
-    channels = check_channels(results, plan.tables, model_channels(plan.tables), plan.acyclic)
+    allowed = model_channels(plan.tables) if adaptive is None else adaptive.channels
+    channels = check_channels(results, plan.tables, allowed, plan.acyclic)
     crossing = crossings(results, plan.tables, plan.all_pairs)
     timings["measure_s"] = time.monotonic() - mark
     dead = [dead_card_entry(network, name, parts["deaths"].get(name)) for name in dead_now]

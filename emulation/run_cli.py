@@ -4,12 +4,14 @@
     sudo twinnet run ndt --dims 2x4x2 --routing ts-dor --traffic uniform --packets 200 --rate 200 --out out/r1
     sudo twinnet run ndt --dims 4x4x4 --routing dort --traffic tornado --duration 10 --rate 50
     sudo twinnet run torus --dims 4x4 --routing dor --link-rate 200 --load 0.3 --duration 5 --warmup 1
+    sudo twinnet run ndt --dims 2x4x2 --routing adaptive --selection 3-priority --lossless --rate 200
 
 Everything is checked before anything starts (emulation.run.plan_run); the
 network is torn down at the end, on an error and on Ctrl-C; the last lines
 name the report (emulation.report). Exit status: 0 when every probe arrived
-along the model's path, 1 when some did not (the report says which), 2 on bad
-input or an environment problem, 3 when a lossless run deadlocked (the report's
+along the model's path (adaptive routing: along a path the candidate tables
+allow), 1 when some did not (the report says which), 2 on bad input or an
+environment problem, 3 when a lossless run deadlocked (the report's
 ``deadlock`` entry gives the cycle of waits).
 """
 
@@ -19,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from emulation.run_settings import CONTROL_OPTION, SWITCH_PROCESSES_OPTION
+from emulation.run_settings import CONTROL_OPTION, SELECTION_OPTION, SWITCH_PROCESSES_OPTION
 from emulation.workload_options import WorkloadOptions, add_workload_arguments, pattern_options
 from topologies.build import add_topology_arguments, topology_from_args
 
@@ -27,17 +29,19 @@ from topologies.build import add_topology_arguments, topology_from_args
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Topology options and the run's options."""
     from controller.routing import ALGORITHMS, routing_help
+    from controller.routing.registry import ADAPTIVE
     from emulation.run_settings import DEFAULT_DEADLOCK_AFTER_S, DEFAULT_LOSSLESS_LINK_PPS, DEFAULT_RATE_PPS
 
     add_topology_arguments(parser)
     run = parser.add_argument_group("run")
     run.add_argument(
         "--routing",
-        choices=sorted(ALGORITHMS),
+        choices=sorted(ALGORITHMS) + [ADAPTIVE],
         type=str.lower,
         help=f"routing algorithm: {routing_help()} (default: the first that routes the family: "
         "destro for fattree, dort for ndt, dor for torus)",
     )
+    run.add_argument("--selection", **SELECTION_OPTION)
     add_workload_arguments(
         run,
         traffic_default=None,
@@ -109,6 +113,7 @@ def settings_from_args(args: argparse.Namespace):
             raise RunInputError(f"--kill takes CARD@SECONDS, e.g. c3@1.5, got {args.kill!r}") from None
     return RunSettings(
         routing=args.routing,
+        selection=args.selection,
         # without a pattern: every pair once, or with --load destinations uniform as in twinnet sweep
         traffic=args.traffic or ("all-to-all" if args.load is None else "uniform"),
         packets=args.packets,
@@ -146,7 +151,7 @@ def main(args: argparse.Namespace) -> int:
     )
     stderr_progress(
         f"{len(plan.schedule)} probes: {sending}, "
-        f"pattern {plan.traffic.name}, routing {plan.tables.algorithm}"
+        f"pattern {plan.traffic.name}, routing {plan.routing_name}"
         + (f"; memory {plan.memory_summary}" if plan.memory_summary else "")
     )
     # twinnet's errors from here on reach twinnet's CLI (one message, exit 2) with the network torn down

@@ -44,6 +44,16 @@ CONTROL_OPTION = {
 }
 
 
+#: ``--selection`` of ``twinnet run`` and ``twinnet sweep`` (controller.routing.selection.SELECTIONS)
+SELECTION_OPTION = {
+    "choices": ("round-robin", "no-internal", "2-priority", "3-priority"),
+    "type": str.lower,
+    "default": None,
+    "help": "--routing adaptive: the selection function among the adaptive candidates (the thesis's "
+    "four; default 3-priority)",
+}
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     import argparse
@@ -77,6 +87,8 @@ class RunSettings:
     """What ``twinnet run`` was asked for (besides the topology)."""
 
     routing: str | None = None
+    #: adaptive routing's selection function (controller.routing.selection; default 3-priority)
+    selection: str | None = None
     traffic: str = "all-to-all"
     packets: int | None = None
     duration: float | None = None

@@ -23,8 +23,9 @@ import numpy as np
 
 from controller.analysis.report import traffic_loads
 from controller.analysis.traffic import Traffic
+from emulation.adaptive_run import lengthening, vc_kinds
 from emulation.headroom import check_headroom, mean_cards_per_packet, process_cpu_s, verdict_after
-from emulation.measure import EQUAL
+from emulation.measure import ON_MODEL
 from emulation.perf_metrics import POINT_UNITS, point_metrics
 from emulation.run import RunPlan, lossless_switch_arguments, plan_run, run_on_network
 from emulation.run_settings import RunInputError, RunSettings
@@ -73,6 +74,8 @@ class Configuration:
     routing: str | None
     traffic: str
     pattern_options: dict[str, Any] = field(default_factory=dict)
+    #: adaptive routing's selection function (with routing "adaptive")
+    selection: str | None = None
 
 
 @dataclass
@@ -117,6 +120,7 @@ def plan_sweep(
         pattern = "uniform" if configuration.traffic == "zipf" else configuration.traffic
         run_settings = RunSettings(
             routing=configuration.routing,
+            selection=configuration.selection,
             traffic=pattern,
             packets=1,
             size=settings.size,
@@ -196,9 +200,24 @@ def run_point(network, plan: ConfigPlan, settings: SweepSettings, load: float, s
         "late_sends": outcome.injection["late_probes"],
         "lost": outcome.accounting.lost,
         "queue_drops": sum(outcome.accounting.queue_drops.values()),
-        "off_model_path": sum(1 for r in outcome.results if r.arrival is not None and r.verdict != EQUAL),
+        "off_model_path": sum(
+            1 for r in outcome.results if r.arrival is not None and r.verdict not in ON_MODEL
+        ),
         "cpu": cpu,
     }
+    if plan.base.adaptive is not None:
+        kinds = vc_kinds(outcome.results, plan.base.adaptive)
+        length = lengthening(outcome.results, plan.base.adaptive)
+        point["adaptive"] = {
+            "adaptive_share": kinds["adaptive_share"],
+            "adaptive_hops": kinds["adaptive_hops"],
+            "escape_hops": kinds["escape_hops"],
+            "probes_that_escaped": kinds["probes_that_escaped"],
+            "mean_links": length["mean_measured"],
+            "mean_escape_path_links": length["mean_escape_path"],
+            "longer_than_escape": length["longer_than_escape"],
+            "shorter_than_escape": length["shorter_than_escape"],
+        }
     if outcome.lossless is not None:
         point["pfc"] = {"cards": outcome.lossless["cards"], "hosts": outcome.lossless["hosts"]}
         point["deadlock"] = outcome.deadlock
@@ -254,7 +273,8 @@ def run_sweep(
             {
                 "label": configuration.label,
                 "topology": {"family": configuration.topology.family, **configuration.topology.params},
-                "routing": plan.base.tables.algorithm,
+                "routing": plan.base.routing_name,
+                "selection": plan.base.adaptive.selection if plan.base.adaptive is not None else None,
                 "traffic": configuration.traffic,
                 "throughput_bound": plan.bound,
                 "saturation_throughput": best,
@@ -273,7 +293,10 @@ def _sweep_header(settings: SweepSettings) -> dict[str, Any]:
     return {
         "units": {
             **POINT_UNITS,
-            "throughput_bound": "twinnet analyze: 1 / max link load (capped at 1, the host link)",
+            "throughput_bound": "twinnet analyze: 1 / max link load (capped at 1, the host link); adaptive "
+            "routing: its escape routing's paths",
+            "adaptive": "adaptive routing: card-to-card hops by VC kind (trace adaptive bit) and mean links "
+            "per received packet against the escape path's",
         },
         "link_rate_pps": settings.link_rate_pps,
         "frame_bytes": settings.size,

@@ -3,9 +3,13 @@
     sudo twinnet sweep torus --dims 4x4 --routing dor --traffic uniform --link-rate 200 --out out/s1
     sudo twinnet sweep ndt --dims 2x4x2 --config cbest --routing dort --link-rate 200 \\
         --compare "torus --dims 8x4 --routing dor" --loads 0.1,0.2,0.3,0.4,0.5 --out out/s2
+    sudo twinnet sweep ndt --dims 4x4x4 --routing dort --label DORT --lossless --link-rate 200 \\
+        --compare "ndt --dims 4x4x4 --routing adaptive --selection all --label adaptive" --out out/s3
 
 The first configuration comes from the topology options, each ``--compare`` adds
-one more (its own topology and routing options, the same workload). Writes
+one more (its own topology and routing options, the same workload); an adaptive
+configuration with several selection functions (``--selection all`` or a comma
+list) is one configuration per function. Writes
 ``sweep.json``, ``sweep.csv`` and, unless ``--no-pictures``, ``latency.png``
 (latency against accepted traffic) and ``throughput.png`` (accepted against
 offered, each configuration's throughput bound dashed) in ``--out``.
@@ -24,9 +28,19 @@ from topologies.build import add_topology_arguments, topology_from_args
 
 def _configuration_options(parser: argparse.ArgumentParser) -> None:
     from controller.routing import ALGORITHMS
+    from controller.routing.registry import ADAPTIVE
 
     add_topology_arguments(parser)
-    parser.add_argument("--routing", choices=sorted(ALGORITHMS), type=str.lower, help="routing algorithm")
+    parser.add_argument(
+        "--routing", choices=sorted(ALGORITHMS) + [ADAPTIVE], type=str.lower, help="routing algorithm"
+    )
+    parser.add_argument(
+        "--selection",
+        type=str.lower,
+        metavar="F1,F2,..",
+        help="--routing adaptive: selection function(s), round-robin, no-internal, 2-priority, 3-priority "
+        "or all; several make one configuration each (default 3-priority)",
+    )
     parser.add_argument("--label", help="name of this configuration in the report (default: its options)")
 
 
@@ -86,11 +100,27 @@ def configurations_from_args(args: argparse.Namespace) -> list:
 
     options = pattern_options(args)
 
-    def make(parsed: argparse.Namespace, words: str) -> Configuration:
-        label = parsed.label or words
-        return Configuration(label, topology_from_args(parsed), parsed.routing, args.traffic, dict(options))
+    def make(parsed: argparse.Namespace, words: str) -> list[Configuration]:
+        topology = topology_from_args(parsed)
+        selections = _selections(parsed)
+        if len(selections) == 1:
+            label = parsed.label or words
+            return [
+                Configuration(label, topology, parsed.routing, args.traffic, dict(options), selections[0])
+            ]
+        return [
+            Configuration(
+                f"{parsed.label or words} {selection}",
+                topology,
+                parsed.routing,
+                args.traffic,
+                dict(options),
+                selection,
+            )
+            for selection in selections
+        ]
 
-    configurations = [make(args, _describe(args))]
+    configurations = make(args, _describe(args))
     for text in args.compare:
         parser = argparse.ArgumentParser(prog="--compare", exit_on_error=False, add_help=False)
         _configuration_options(parser)
@@ -98,8 +128,29 @@ def configurations_from_args(args: argparse.Namespace) -> list:
             parsed = parser.parse_args(shlex.split(text))
         except (argparse.ArgumentError, SystemExit, ValueError) as error:
             raise RunInputError(f"--compare {text!r}: {error}") from None
-        configurations.append(make(parsed, text))
+        configurations.extend(make(parsed, text))
     return configurations
+
+
+def _selections(parsed: argparse.Namespace) -> list[str | None]:
+    """The selection functions a configuration's --selection names (all: the four), checked."""
+    from controller.routing.registry import ADAPTIVE
+    from controller.routing.selection import SELECTIONS
+    from emulation.run_settings import RunInputError
+
+    if parsed.selection is None:
+        return [None]
+    if parsed.routing != ADAPTIVE:
+        raise RunInputError(f"--selection {parsed.selection}: selection functions need --routing {ADAPTIVE}")
+    names = (
+        list(SELECTIONS) if parsed.selection == "all" else [s.strip() for s in parsed.selection.split(",")]
+    )
+    unknown = [name for name in names if name not in SELECTIONS]
+    if unknown or not names:
+        raise RunInputError(
+            f"--selection takes {', '.join(SELECTIONS)} or all (comma-separated), got {parsed.selection!r}"
+        )
+    return names
 
 
 def _describe(args: argparse.Namespace) -> str:
@@ -112,6 +163,8 @@ def _describe(args: argparse.Namespace) -> str:
         words.append("--twin")
     if args.routing:
         words.append(f"--routing {args.routing}")
+    if getattr(args, "selection", None) and "," not in args.selection and args.selection != "all":
+        words.append(f"--selection {args.selection}")
     return " ".join(words)
 
 

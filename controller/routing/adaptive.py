@@ -53,7 +53,7 @@ from controller.routing.dor import dor_no_dateline_spec, dor_spec
 from controller.routing.dort import dort_merged_vcs_spec, dort_spec
 from controller.routing.errors import RoutingError, UnsupportedTopologyError
 from controller.routing.network import EXTERNAL, HOST, INTERNAL, CardNetwork
-from controller.routing.table import USES
+from controller.routing.table import USES, RoutingTables
 from controller.routing.torus_view import TorusView, ring_direction
 from topologies.model import Topology
 
@@ -188,6 +188,54 @@ class AdaptiveTables:
         return self._key(
             self.card_id.astype(np.int64), self.ingress_port.astype(np.int64), self.dst_pe, self.escaped
         )
+
+
+def escape_tables(model: AdaptiveTables) -> RoutingTables:
+    """The escape routing's route tables, read off the adaptive tables (not computed again).
+
+    The entries of the states a packet reaches by escapes alone from its host
+    port: the escape routing's own paths (DORT's or DOR's), with its
+    conventions, so that its paths, channels and analysis come from the same
+    tables the cards hold.
+    """
+    spec = escape_spec_of(model.network, model.escape_algorithm)
+    net = model.network
+    keys = model._keys()
+    card = model.card_id.astype(np.int64)
+    port = model.ingress_port.astype(np.int64)
+    on_path = (net.port_kind[card, port] == HOST) & (model.escaped == 0)
+    frontier = np.flatnonzero(on_path)
+    while frontier.size:
+        out = model.escape_port[frontier].astype(np.int64)
+        far_card = net.peer_card[card[frontier], out].astype(np.int64)
+        far_port = net.peer_port[card[frontier], out].astype(np.int64)
+        inside = far_card >= 0
+        wanted = model._key(
+            far_card[inside], far_port[inside], model.dst_pe[frontier][inside].astype(np.int64), 1
+        )
+        found = np.minimum(keys.searchsorted(wanted), keys.size - 1)
+        if np.any(keys[found] != wanted):
+            raise RoutingError("the adaptive tables lack an escaped state their escape routing reaches")
+        frontier = np.unique(found[~on_path[found]])
+        on_path[frontier] = True
+    rows = np.flatnonzero(on_path)
+    return RoutingTables(
+        algorithm=spec.algorithm,
+        topology=model.topology,
+        network=net,
+        card_id=model.card_id[rows].astype(np.int32),
+        ingress_port=model.ingress_port[rows].astype(np.int16),
+        dst_pe=model.dst_pe[rows].astype(np.int32),
+        routing_class=np.zeros(rows.size, dtype=np.int8),
+        egress_port=model.escape_port[rows].astype(np.int16),
+        vc=model.escape_vc[rows].astype(np.int8),
+        use=model.escape_use[rows].astype(np.int8),
+        source_class=spec.source_class,
+        num_classes=spec.num_classes,
+        queue_rule=spec.queue_rule,
+        vc_names=spec.vc_names,
+        notes=[*spec.notes, "read off the adaptive tables: the escape routing's entries on its own paths"],
+    )
 
 
 def escape_spec_of(network: CardNetwork, escape: str | None) -> TableSpec:

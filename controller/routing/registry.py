@@ -68,7 +68,7 @@ def routing_help() -> str:
             f"{name} ({', '.join(families)})" + (f" [{UNSAFE[name]}]" if name in UNSAFE else "")
             for name, (_, families) in ALGORITHMS.items()
         ]
-        + [f"{ADAPTIVE} (ndt, torus; with --selection; analysis only)"]
+        + [f"{ADAPTIVE} (ndt, torus; with --selection; twinnet analyze, run and sweep)"]
     )
 
 
@@ -82,8 +82,9 @@ def routing_spec(topology: Topology, algorithm: str) -> TableSpec:
     name = algorithm.strip().lower()
     if name == ADAPTIVE:
         raise UnknownAlgorithmError(
-            "adaptive routing is analysed by `twinnet analyze --routing adaptive --selection ...`; "
-            "it is not yet installed on cards or emulated"
+            "adaptive routing has candidate tables, not one route per entry: "
+            "controller.routing.adaptive.adaptive_tables builds them (`twinnet analyze`, `run` and `sweep` "
+            "take --routing adaptive --selection ...)"
         )
     if name not in ALGORITHMS:
         raise UnknownAlgorithmError(f"routing must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
