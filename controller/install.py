@@ -109,6 +109,11 @@ _WRITE_ORDER = [
 _FIRST_DELETE = next(i for i, (kind, _) in enumerate(_WRITE_ORDER) if kind == DELETE)
 #: keyless tables whose default action the plan sets
 _DEFAULT_TABLES = (card.CARD_CONFIG, card.SELECTION_CONFIG)
+#: their default actions in the program as pushed (what a card holds before anything is written)
+_PROGRAM_DEFAULTS = {
+    table: (card.CARD_TABLES[table]["default"][0], tuple(card.CARD_TABLES[table]["default"][1].values()))
+    for table in _DEFAULT_TABLES
+}
 
 EntryKey = tuple[str, tuple[int, ...]]
 #: a default action and its parameters
@@ -515,7 +520,9 @@ class TwinController:
             result.pipeline_pushed = self._ensure_pipeline(connection, pipeline)
             if result.pipeline_pushed:
                 self._report(plan.name, "pipeline pushed")
-            current, defaults = ({}, {}) if result.pipeline_pushed else self._read_card(connection)
+            current, defaults = (
+                ({}, _PROGRAM_DEFAULTS) if result.pipeline_pushed else self._read_card(connection)
+            )
             updates, descriptions = self._updates_for(plan, current, defaults, result)
             self._report(plan.name, "compared", result.unchanged, more=result.deleted)
             failures = connection.write(
