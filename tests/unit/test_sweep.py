@@ -195,6 +195,38 @@ def test_compare_configurations_from_the_command_line():
         configurations_from_args(bad)
 
 
+def test_adaptive_configurations_one_per_selection_function():
+    from controller.routing.selection import SELECTIONS
+    from emulation.cli import build_parser
+
+    def parse(*words):
+        return configurations_from_args(build_parser().parse_args(["sweep", *words, "--link-rate", "100"]))
+
+    dort, *adaptive = parse(
+        "ndt", "--dims", "2x2x2", "--routing", "dort", "--label", "DORT",
+        "--compare", "ndt --dims 2x2x2 --routing adaptive --selection all --label A",
+    )  # fmt: skip
+    assert dort.label == "DORT" and dort.selection is None
+    assert [c.selection for c in adaptive] == list(SELECTIONS)
+    assert [c.label for c in adaptive] == [f"A {name}" for name in SELECTIONS]
+    assert {c.routing for c in adaptive} == {"adaptive"}
+    (one,) = parse("ndt", "--dims", "2x2x2", "--routing", "adaptive", "--selection", "no-internal")
+    assert one.selection == "no-internal" and "--selection no-internal" in one.label
+    two = parse("ndt", "--dims", "2x2x2", "--routing", "adaptive", "--selection", "round-robin,3-priority")
+    assert [c.selection for c in two] == ["round-robin", "3-priority"]
+    with pytest.raises(RunInputError, match="--routing adaptive"):
+        parse("ndt", "--dims", "2x2x2", "--routing", "dort", "--selection", "3-priority")
+    with pytest.raises(RunInputError, match="--selection takes"):
+        parse("ndt", "--dims", "2x2x2", "--routing", "adaptive", "--selection", "random")
+    plans = plan_sweep(
+        two, SweepSettings(link_rate_pps=100.0, loads=(0.1,), cpu_capacity=1e6), need_root=False
+    )
+    assert [plan.base.routing_name for plan in plans] == [
+        "adaptive round-robin (escape dort)",
+        "adaptive 3-priority (escape dort)",
+    ]
+
+
 def test_run_with_a_link_rate_checks_host_links_and_cpu():
     from emulation.run import plan_run
     from emulation.run_settings import RunSettings
