@@ -208,3 +208,35 @@ def test_fewest_hops_is_a_shortest_path_over_the_allowed_ports(routing):
                 frontier, depth = following, depth + 1
             assert fewest(src, dst) == answer, (src, dst)
             assert fewest(src, dst) <= len(walk(routing.escape, src, dst).hops) - 1
+
+
+def test_a_lost_probe_is_put_down_to_a_drop_on_any_card_its_allowed_paths_cross(routing):
+    """A drop counted on a card off DORT's path but on an allowed one explains the loss."""
+    from emulation.measure import account
+
+    net = routing.model.network
+    src, dst = 0, 29
+    dort_cards = {h.card_id for h in walk(routing.escape, src, dst).hops}
+    # cards some allowed path crosses, by a search over candidate and escape ports written here
+    entries = {(e.card_id, e.dst_pe): e for e in routing.model.entries() if not e.escaped}
+    reach, todo = {int(net.pe_card[src])}, [int(net.pe_card[src])]
+    while todo:
+        entry = entries[todo.pop(), dst]
+        for port in {p for p, _ in entry.candidates} | {entry.escape_port}:
+            far = int(net.peer_card[entry.card_id, port])
+            if far >= 0 and far not in reach:
+                reach.add(far)
+                todo.append(far)
+    assert set(routing.fewest.cards_on_paths(src, dst)) == reach
+    off_dort = sorted(reach - dort_cards)
+    assert off_dort
+    name = net.card_names[off_dort[0]]
+    results = judge_adaptive([SentProbe(1, src, dst, 0)], [], routing, ModelPaths(routing.escape))
+
+    def cards_of(result):
+        return routing.fewest.cards_on_paths(result.src, result.dst)
+
+    drops = {name: {"hop_limit": 1}}
+    found = account(results, routing.escape, drops, {}, [], "embedded", cards_of=cards_of)
+    assert found.causes == {f"dropped at {name}: hop_limit": 1}
+    assert account(results, routing.escape, drops, {}, [], "embedded").causes == {"unexplained": 1}
