@@ -29,6 +29,7 @@ all-to-all with N-1 probes per host sends each ordered pair exactly once).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -37,7 +38,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -392,7 +393,10 @@ class TrafficEngine:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._wake_r, self._wake_w = os.pipe()
+        self._poller = select.epoll()
         self.receiver_error: BaseException | None = None
+        #: whether open() made the sockets (the engine's own, which a sender process can take over)
+        self.opened = False
 
     # -- life cycle --
 
@@ -409,6 +413,7 @@ class TrafficEngine:
             raise
         self._thread = threading.Thread(target=self._receive_loop, name="twinnet-receiver", daemon=True)
         self._thread.start()
+        self.opened = True
         return self
 
     def close(self) -> None:
@@ -418,6 +423,7 @@ class TrafficEngine:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        self.opened = False
         close_sockets([*self.sockets.values(), *self.control_sockets.values()])
         self.sockets.clear()
         self.control_sockets.clear()
@@ -425,6 +431,7 @@ class TrafficEngine:
             if fd >= 0:
                 os.close(fd)
         self._wake_r = self._wake_w = -1
+        self._poller.close()
 
     def __enter__(self) -> TrafficEngine:
         return self.open()
@@ -434,9 +441,10 @@ class TrafficEngine:
 
     # -- receiving --
 
-    def _receive_loop(self) -> None:
-        poller = select.epoll()
-        by_fd = {sock.fileno(): (pe, sock) for pe, sock in self.sockets.items()}
+    def _receive_loop(self, data: bool = True) -> None:
+        """Receive probes (``data``) and PFC frames on every host until closed."""
+        poller = self._poller
+        by_fd = {sock.fileno(): (pe, sock) for pe, sock in self.sockets.items()} if data else {}
         control = {sock.fileno(): (pe, sock) for pe, sock in self.control_sockets.items()}
         for fd in [*by_fd, *control]:
             poller.register(fd, select.EPOLLIN)
@@ -449,6 +457,8 @@ class TrafficEngine:
                         continue
                     if fd in control:
                         self._receive_control(*control[fd])
+                        continue
+                    if fd not in by_fd:  # a PFC socket handed to the sender process
                         continue
                     pe, sock = by_fd[fd]
                     while True:
@@ -465,8 +475,33 @@ class TrafficEngine:
                             self.received.append(Received(pe, frame, receive_us))
         except BaseException as error:  # surfaced by run(): a dead receiver must not look like lost probes
             self.receiver_error = error
+
+    @contextlib.contextmanager
+    def control_handed_over(self) -> Iterator[None]:
+        """While inside, this process's receiver leaves the PFC sockets to the sender process."""
+        fds = [sock.fileno() for sock in self.control_sockets.values()]
+        for fd in fds:
+            with contextlib.suppress(OSError):  # epoll_ctl is safe while the receiver waits in epoll_wait
+                self._poller.unregister(fd)
+        try:
+            yield
         finally:
-            poller.close()
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    self._poller.register(fd, select.EPOLLIN)
+
+    @contextlib.contextmanager
+    def receiving_control(self) -> Iterator[None]:
+        """A receiver thread for the PFC sockets only (the sender process; the probes are the parent's)."""
+        self._thread = threading.Thread(target=self._receive_loop, kwargs={"data": False}, daemon=True)
+        self._thread.start()
+        try:
+            yield
+        finally:
+            self._stop.set()
+            os.write(self._wake_w, b"x")
+            self._thread.join(timeout=5)
+            self._thread = None
 
     def _receive_control(self, pe: int, sock: socket.socket) -> None:
         """PFC frames from the host's card: pause or release that host."""
@@ -500,12 +535,31 @@ class TrafficEngine:
         size: int,
         tick: Callable[[int, float], bool] | None = None,
         tick_every: float = 0.2,
+        own_process: bool | None = None,
     ) -> SendRecord:
         """Send every probe of `schedule` at its time; `tick(sent, elapsed)` returning False stops early.
 
         Ctrl-C (KeyboardInterrupt) stops sending too: the record says so and
-        holds what was sent until then.
+        holds what was sent until then. With ``own_process`` (the default when the
+        engine has hosts' sockets) a child process sends (emulation.sender), so that
+        this process's other threads cannot make the sends late.
         """
+        if own_process is None:
+            own_process = self.opened
+        if own_process:
+            from emulation.sender import inject_in_child
+
+            return inject_in_child(self, schedule, size, tick, tick_every)
+        return self.send_schedule(schedule, size, tick, tick_every)
+
+    def send_schedule(
+        self,
+        schedule: Schedule,
+        size: int,
+        tick: Callable[[int, float], bool] | None = None,
+        tick_every: float = 0.2,
+    ) -> SendRecord:
+        """``inject`` in this process."""
         record = SendRecord(np.full(len(schedule), -1, dtype=np.int64))
         try:
             self._send(schedule, size, record, tick, tick_every)

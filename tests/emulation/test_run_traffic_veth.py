@@ -1,5 +1,7 @@
 """The injector/receiver on veth pairs in namespaces of its own (names start with ``ttr``), no cards.
 
+The engine sends from a process of its own (emulation.sender) unless told otherwise.
+
 Three namespaces stand for hosts: A and B joined by one veth pair, C alone.
 One TrafficEngine opens a socket in each namespace (setns) from this process.
 A probe from A arrives at B untouched (no card adds a trace), so what the
@@ -17,7 +19,15 @@ import pytest
 
 from controller.analysis.traffic import Traffic
 from emulation.measure import decode_arrival
-from emulation.traffic import HostEndpoint, Schedule, TrafficEngine, make_schedule
+from emulation.traffic import (
+    HostEndpoint,
+    HostPauses,
+    Schedule,
+    TrafficEngine,
+    make_schedule,
+    open_host_socket,
+)
+from p4switch.daemon.pfc import MAC_CONTROL_ETHERTYPE, pfc_frame
 
 pytestmark = pytest.mark.root
 
@@ -66,9 +76,8 @@ def test_sockets_stay_in_their_namespaces(hosts) -> None:
 def test_probes_arrive_paced_by_the_clock_with_their_ids_and_times(hosts) -> None:
     schedule = one_way(0, 1, 200, rate=400.0)
     with TrafficEngine(hosts) as engine:
-        started = time.monotonic()
         record = engine.inject(schedule, size=128)
-        took = time.monotonic() - started
+        took = (record.finished_us - record.started_us) / 1e6
         engine.wait_for(len(schedule), quiet_s=0.5, limit_s=5)
         frames = engine.take_received()
     assert record.sent == 200 and not record.errors
@@ -92,3 +101,51 @@ def test_a_tick_can_stop_injection(hosts) -> None:
     with TrafficEngine(hosts) as engine:
         record = engine.inject(schedule, size=64, tick=lambda sent, elapsed: elapsed < 0.2, tick_every=0.05)
     assert 100 <= record.sent < 500
+
+
+def test_in_process_sending_delivers_the_same(hosts) -> None:
+    """The sender in this process (``own_process=False``) and in its own (the default) send alike."""
+    schedule = one_way(0, 1, 100, rate=500.0)
+    outcomes = []
+    for own_process in (False, True):
+        with TrafficEngine(hosts) as engine:
+            record = engine.inject(schedule, size=64, own_process=own_process)
+            engine.wait_for(len(schedule), quiet_s=0.5, limit_s=5)
+            arrivals = [decode_arrival(f.pe, f.frame, f.receive_us) for f in engine.take_received()]
+        assert record.sent == 100 and not record.errors and record.started_us <= record.finished_us
+        assert {a.probe_id: a.send_us for a in arrivals} == {
+            schedule.probe_id(i): int(record.send_us[i]) for i in range(100)
+        }
+        outcomes.append(sorted(a.probe_id for a in arrivals))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_the_sender_process_obeys_pauses_and_hands_back_their_accounting(hosts) -> None:
+    """A PFC pause sent to A's interface while the sender process sends holds A's probes until the resume."""
+    pauses = HostPauses(link_bps=1e6)  # a quantum: 512 us; 0xFFFF quanta: ~33 s, so only the resume ends it
+    peer = open_host_socket(hosts[1].netns, hosts[1].interface, MAC_CONTROL_ETHERTYPE)
+    sent_frames: list[str] = []
+
+    def tick(done: int, elapsed: float) -> bool:
+        if not sent_frames and elapsed >= 0.1:
+            peer.send(pfc_frame(bytes(6), {0: 0xFFFF}))
+            sent_frames.append("pause")
+        elif sent_frames == ["pause"] and elapsed >= 0.6:
+            peer.send(pfc_frame(bytes(6), {0: 0}))
+            sent_frames.append("resume")
+        return elapsed < 10
+
+    schedule = one_way(0, 1, 200, rate=400.0)  # 0.5 s of sending: the pause holds the rest
+    try:
+        with TrafficEngine(hosts, pauses) as engine:
+            record = engine.inject(schedule, size=64, tick=tick, tick_every=0.02)
+            engine.wait_for(len(schedule), quiet_s=0.5, limit_s=5)
+            received = engine.take_received()
+    finally:
+        peer.close()
+    assert sent_frames == ["pause", "resume"]
+    assert record.sent == 200 and record.held_probes > 50 and record.never_released == 0
+    assert len(received) == 200
+    summary = pauses.summary(time.monotonic())
+    assert summary["pause_frames_received"] == 1 and summary["resume_frames_received"] == 1
+    assert summary["paused_s_total"] > 0.3
