@@ -4,10 +4,13 @@
     .venv/bin/python scripts/bench_install.py      # 3DT 4x4x4 DORT, twin 4-ary 3-tree DESTRO, table ops
     .venv/bin/python scripts/bench_install.py --case ndt-4x4x4-dort --batch-size 1000
     .venv/bin/python scripts/bench_install.py --case table-ops   # INSERT/MODIFY/DELETE at 65,536 entries
+    .venv/bin/python scripts/bench_install.py --processes 2      # the cards spread over 2 processes
 
-For each case it starts one ``twinnet-switch`` process per card (the embedded
-target, started with the card program, without data-plane interfaces: the
-control plane is what is measured; no root needed), waits until all serve
+For each case it starts one ``twinnet-switch`` process per card, or with
+``--processes N`` N processes hosting the cards between them (``--cards``, as the
+emulation runs them; one gRPC address per process) (the embedded target, started
+with the card program, without data-plane interfaces: the control plane is what
+is measured; no root needed), waits until all serve
 P4Runtime, then times, end to end, a full install (connect, read back, write
 every entry, over gRPC on loopback) and a verify (read everything back and
 compare). It prints entries/s and seconds, and stops the processes it started.
@@ -42,6 +45,7 @@ from controller.translate import DELETE, INSERT, MODIFY, EntrySpec, spec_update 
 from controller.twins import plan_cards  # noqa: E402
 from emulation.switch_launcher import switch_command  # noqa: E402
 from p4src import CARD_PROGRAM, card  # noqa: E402
+from p4switch.daemon.host_config import CardConfig, write_cards_file  # noqa: E402
 from p4switch.p4runtime.info import P4InfoIndex  # noqa: E402
 from topologies.build import build_topology  # noqa: E402
 
@@ -103,6 +107,35 @@ def _start(cards: list[tuple[str, int]], program: Path, log_dir: Path) -> list:
     return started
 
 
+def start_switch_groups(
+    cards: list[tuple[str, int]], program: Path, log_dir: Path, processes: int, timeout: float = 120.0
+) -> tuple[list, list[CardEndpoint]]:
+    """The cards spread round-robin over `processes` multi-card switch processes (``--cards``, no
+    data-plane interfaces), each on its own loopback port; returns processes and endpoints."""
+    groups = [cards[i::processes] for i in range(processes) if cards[i::processes]]
+    started: list = []
+    endpoints: list[CardEndpoint] = []
+    firsts: list[CardEndpoint] = []
+    try:
+        for number, group in enumerate(groups):
+            port = free_port()
+            cards_file = log_dir / f"p{number}.cards.json"
+            write_cards_file(cards_file, [CardConfig(card_id) for _name, card_id in group])
+            command = [*SWITCH, "--cards", str(cards_file), str(program)]
+            command += ["--", "--grpc-server-addr", f"127.0.0.1:{port}", "--priority-queues", "8"]
+            log = open(log_dir / f"p{number}.log", "w")  # noqa: SIM115 - closed with the process
+            started.append((subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT), log))
+            address = f"127.0.0.1:{port}"
+            group_endpoints = [CardEndpoint(name, card_id, card_id, address) for name, card_id in group]
+            endpoints += group_endpoints
+            firsts.append(group_endpoints[0])
+        wait_ready(firsts, timeout, started)
+    except BaseException:
+        stop_switches(started)
+        raise
+    return started, endpoints
+
+
 def wait_ready(endpoints: list[CardEndpoint], timeout: float, processes: list) -> None:
     deadline = time.monotonic() + timeout
     for endpoint, (process, log) in zip(endpoints, processes, strict=True):
@@ -121,6 +154,17 @@ def wait_ready(endpoints: list[CardEndpoint], timeout: float, processes: list) -
                 time.sleep(0.1)
 
 
+def processes_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system) the processes `pids` have used so far (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / ticks
+
+
 def stop_switches(processes: list) -> None:
     for process, _log in processes:
         if process.poll() is None:
@@ -134,7 +178,8 @@ def stop_switches(processes: list) -> None:
         log.close()
 
 
-def run_case(name: str, batch_size: int, workers: int) -> dict:
+def run_case(name: str, batch_size: int, workers: int, processes: int = 0) -> dict:
+    """One install case; `processes` 0 starts a process per card, else that many multi-card processes."""
     build, algorithm, switch_to = CASES[name]
     topology = build()
     tables = compute_tables(topology, algorithm)
@@ -144,14 +189,19 @@ def run_case(name: str, batch_size: int, workers: int) -> dict:
     cards = sorted((card.name, card.card_id) for card in topology.cards.values())
     with tempfile.TemporaryDirectory(prefix="twinnet-bench-") as logs:
         started = time.monotonic()
-        processes, endpoints = start_switches(cards, program.source, Path(logs))
+        if processes:
+            switches, endpoints = start_switch_groups(cards, program.source, Path(logs), processes)
+        else:
+            switches, endpoints = start_switches(cards, program.source, Path(logs))
         try:
             boot = time.monotonic() - started
-            begin, cpu = time.monotonic(), time.process_time()
+            pids = [process.pid for process, _log in switches]
+            begin, cpu, switch_cpu = time.monotonic(), time.process_time(), processes_cpu(pids)
             with TwinController(endpoints, program, batch_size=batch_size, workers=workers) as controller:
                 report = controller.apply(plans, label=f"install {algorithm}")
                 installed = time.monotonic() - begin
                 controller_cpu = time.process_time() - cpu
+                switch_cpu = processes_cpu(pids) - switch_cpu
                 report.raise_for_errors()
                 verify_start = time.monotonic()
                 verified = controller.verify_plans(plans)
@@ -168,9 +218,11 @@ def run_case(name: str, batch_size: int, workers: int) -> dict:
                     if not controller.verify(topology, other).ok:
                         raise SystemExit(f"after switching to {switch_to}, the cards differ from the model")
         finally:
-            stop_switches(processes)
+            stop_switches(switches)
     return {
         "case": name,
+        "processes": processes or len(cards),
+        "switch_cpu_s": switch_cpu,
         "cards": len(cards),
         "entries": entries,
         "route_entries": len(tables),
@@ -224,9 +276,14 @@ def main() -> int:
     parser.add_argument("--case", choices=[*sorted(CASES), TABLE_OPS], action="append")
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument(
+        "--processes", type=int, default=0, help="multi-card switch processes (0: one process per card)"
+    )
     args = parser.parse_args()
     print(
-        f"machine: {os.cpu_count()} CPUs; {args.batch_size} updates per WriteRequest, {args.workers} workers"
+        f"machine: {os.cpu_count()} CPUs; {args.batch_size} updates per WriteRequest, "
+        f"{args.workers} workers, "
+        + (f"cards in {args.processes} processes" if args.processes else "one process per card")
     )
     for name in args.case or [*CASES, TABLE_OPS]:
         if name == TABLE_OPS:
@@ -241,12 +298,15 @@ def main() -> int:
                 flush=True,
             )
             continue
-        figures = run_case(name, args.batch_size, args.workers)
+        figures = run_case(name, args.batch_size, args.workers, args.processes)
+        per_entry = 1e6 / figures["entries"]
         print(
-            f"{figures['case']}: {figures['cards']} cards, {figures['entries']} entries "
-            f"({figures['route_entries']} route entries); switches up in {figures['switch_start_s']:.1f} s; "
+            f"{figures['case']}: {figures['cards']} cards in {figures['processes']} processes, "
+            f"{figures['entries']} entries ({figures['route_entries']} route entries); "
+            f"switches up in {figures['switch_start_s']:.1f} s; "
             f"install {figures['install_s']:.2f} s end to end = {figures['entries_per_s']:.0f} entries/s "
-            f"(controller CPU {figures['controller_cpu_s']:.1f} s); "
+            f"(CPU per entry: controller {figures['controller_cpu_s'] * per_entry:.1f} us, "
+            f"switches {figures['switch_cpu_s'] * per_entry:.1f} us); "
             f"read back and verify {figures['verify_s']:.2f} s = {figures['verified_per_s']:.0f} entries/s",
             flush=True,
         )
