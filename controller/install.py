@@ -63,8 +63,8 @@ from controller.translate import (
     INSERT,
     MODIFY,
     EntrySpec,
+    UpdateEncoder,
     default_entry,
-    spec_update,
     update,
 )
 from controller.twins import CardPlan, plan_cards
@@ -328,6 +328,8 @@ class TwinController:
         self.device_config: bytes = device_config
         self.index = P4InfoIndex(p4info)
         self.index.require(card.TABLES, card.ACTIONS, card.COUNTERS)
+        #: every card's updates are serialised from the same kept bytes (tables, values, actions)
+        self.encoder = UpdateEncoder(self.index)
         self.election_id = election_id
         self.batch_size = batch_size
         self.workers = max(1, workers)
@@ -485,11 +487,11 @@ class TwinController:
             if result.pipeline_pushed:
                 self._report(plan.name, "pipeline pushed")
             current, config = ({}, None) if result.pipeline_pushed else self._read_card(connection)
-            updates, descriptions = self._updates_for(plan, current, config, result)
+            updates, described = self._updates_for(plan, current, config, result)
             self._report(plan.name, "compared", result.unchanged, more=result.deleted)
             failures = connection.write(
                 updates,
-                descriptions.__getitem__,
+                lambda i: described[i] if isinstance(described[i], str) else described[i].describe(),
                 self.batch_size,
                 progress=lambda written: self._report(plan.name, "writing", written),
             )
@@ -555,8 +557,9 @@ class TwinController:
         current: Mapping[EntryKey, EntrySpec],
         config: tuple[str, tuple[int, ...]] | None,
         result: CardResult,
-    ) -> tuple[list[p4runtime_pb2.Update], list[str]]:
-        """The updates that turn `current` into the plan, in write order, with a description of each."""
+    ) -> tuple[list[bytes], list[EntrySpec | str]]:
+        """The updates that turn `current` into the plan, in write order, serialised (UpdateEncoder), with
+        what each one writes (its entry, or a description), to name a rejected one."""
         buckets: dict[tuple[int, str], list[EntrySpec]] = {key: [] for key in _WRITE_ORDER}
         for key, spec in plan.entries.items():
             have = current.get(key)
@@ -569,28 +572,28 @@ class TwinController:
         for key, spec in current.items():
             if key not in plan.entries:
                 buckets[DELETE, spec.table].append(spec)
-        updates: list[p4runtime_pb2.Update] = []
-        descriptions: list[str] = []
+        updates: list[bytes] = []
+        described: list[EntrySpec | str] = []
         wanted_config = (card.SET_CARD, plan.config)
         if config != wanted_config:
-            updates.append(
-                update(MODIFY, default_entry(self.index, card.CARD_CONFIG, card.SET_CARD, plan.config))
-            )
-            descriptions.append(f"{card.CARD_CONFIG} default -> {card.SET_CARD}{plan.config}")
+            default = default_entry(self.index, card.CARD_CONFIG, card.SET_CARD, plan.config)
+            updates.append(update(MODIFY, default).SerializeToString())
+            described.append(f"{card.CARD_CONFIG} default -> {card.SET_CARD}{plan.config}")
             result.modified += 1
         else:
             result.unchanged += 1
+        encode = self.encoder.encode
         for kind, table in _WRITE_ORDER:
-            for spec in buckets[kind, table]:
-                updates.append(spec_update(self.index, kind, spec))
-                descriptions.append(spec.describe())
-                if kind == INSERT:
-                    result.inserted += 1
-                elif kind == MODIFY:
-                    result.modified += 1
-                else:
-                    result.deleted += 1
-        return updates, descriptions
+            specs = buckets[kind, table]
+            updates += [encode(kind, spec) for spec in specs]
+            described += specs
+            if kind == INSERT:
+                result.inserted += len(specs)
+            elif kind == MODIFY:
+                result.modified += len(specs)
+            else:
+                result.deleted += len(specs)
+        return updates, described
 
     # -- verify -------------------------------------------------------------------
 
