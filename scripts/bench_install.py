@@ -61,6 +61,8 @@ DEFAULT_CASES = ["ndt-4x4x4-dort", "twin-4-ary-3-tree-destro"]
 #: the switch as the emulation starts it (its own environment, .venv/switch, when scripts/setup.sh made it)
 SWITCH = switch_command()
 TABLE_OPS = "table-ops"
+#: seconds the idle switches' CPU is measured before the install
+IDLE_SECONDS = 2.0
 
 
 def free_port() -> int:
@@ -182,8 +184,11 @@ def stop_switches(processes: list) -> None:
         log.close()
 
 
-def run_case(name: str, batch_size: int, workers: int, processes: int = 0, verify: bool = True) -> dict:
-    """One install case; `processes` 0 starts a process per card, else that many multi-card processes."""
+def run_case(
+    name: str, batch_size: int, workers: int, processes: int = 0, verify: bool = True, pipeline: str = "push"
+) -> dict:
+    """One install case; `processes` 0 starts a process per card, else that many multi-card processes;
+    `pipeline` as TwinController.apply takes it ("push", as the emulation installs, or "auto")."""
     build, algorithm, switch_to = CASES[name]
     topology = build()
     tables = compute_tables(topology, algorithm)
@@ -200,9 +205,12 @@ def run_case(name: str, batch_size: int, workers: int, processes: int = 0, verif
         try:
             boot = time.monotonic() - started
             pids = [process.pid for process, _log in switches]
+            idle_cpu = processes_cpu(pids)
+            time.sleep(IDLE_SECONDS)  # what the switches use doing nothing, the reference for their CPU
+            idle_cpu = (processes_cpu(pids) - idle_cpu) / IDLE_SECONDS
             begin, cpu, switch_cpu = time.monotonic(), time.process_time(), processes_cpu(pids)
             with TwinController(endpoints, program, batch_size=batch_size, workers=workers) as controller:
-                report = controller.apply(plans, label=f"install {algorithm}")
+                report = controller.apply(plans, pipeline=pipeline, label=f"install {algorithm}")
                 installed = time.monotonic() - begin
                 controller_cpu = time.process_time() - cpu
                 switch_cpu = processes_cpu(pids) - switch_cpu
@@ -229,6 +237,7 @@ def run_case(name: str, batch_size: int, workers: int, processes: int = 0, verif
         "case": name,
         "processes": processes or len(cards),
         "switch_cpu_s": switch_cpu,
+        "switch_idle_cpu": idle_cpu,
         "cards": len(cards),
         "entries": entries,
         "route_entries": len(tables),
@@ -292,11 +301,15 @@ def main() -> int:
         "--processes", type=int, default=0, help="multi-card switch processes (0: one process per card)"
     )
     parser.add_argument("--no-verify", action="store_true", help="skip reading every entry back")
+    parser.add_argument(
+        "--pipeline", choices=("push", "auto"), default="push", help="push the program first (as runs do)"
+    )
     args = parser.parse_args()
     print(
         f"machine: {os.cpu_count()} CPUs; {args.batch_size} updates per WriteRequest, "
         f"{args.workers} workers, "
         + (f"cards in {args.processes} processes" if args.processes else "one process per card")
+        + f", pipeline {args.pipeline}"
     )
     for name in args.case or [*DEFAULT_CASES, TABLE_OPS]:
         if name == TABLE_OPS:
@@ -311,7 +324,9 @@ def main() -> int:
                 flush=True,
             )
             continue
-        figures = run_case(name, args.batch_size, args.workers, args.processes, not args.no_verify)
+        figures = run_case(
+            name, args.batch_size, args.workers, args.processes, not args.no_verify, args.pipeline
+        )
         per_entry = 1e6 / figures["entries"]
         print(
             f"{figures['case']}: {figures['cards']} cards in {figures['processes']} processes, "
@@ -319,7 +334,9 @@ def main() -> int:
             f"switches up in {figures['switch_start_s']:.1f} s; "
             f"install {figures['install_s']:.2f} s end to end = {figures['entries_per_s']:.0f} entries/s "
             f"(CPU per entry: controller {figures['controller_cpu_s'] * per_entry:.1f} us, "
-            f"switches {figures['switch_cpu_s'] * per_entry:.1f} us); " + verified_text(figures),
+            f"switches {figures['switch_cpu_s'] * per_entry:.1f} us, of which idle "
+            f"{figures['switch_idle_cpu'] * figures['install_s'] * per_entry:.1f} us); "
+            + verified_text(figures),
             flush=True,
         )
         if figures["live"]:
