@@ -2,7 +2,7 @@
 """Time the controller installing full routing tables onto running embedded cards.
 
     .venv/bin/python scripts/bench_install.py      # 3DT 4x4x4 DORT, twin 4-ary 3-tree DESTRO, table ops
-    .venv/bin/python scripts/bench_install.py --case ndt-4x4x4-dort --batch-size 1000
+    .venv/bin/python scripts/bench_install.py --case ndt-4x4x4-dort --batch-size 500
     .venv/bin/python scripts/bench_install.py --case table-ops   # INSERT/MODIFY/DELETE at 65,536 entries
     .venv/bin/python scripts/bench_install.py --processes 2      # the cards spread over 2 processes
     .venv/bin/python scripts/bench_install.py --case ndt-8x8x8-dort --processes 2 --no-verify  # 2.1M entries
@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from controller.compile import compile_card_program  # noqa: E402
-from controller.install import TwinController  # noqa: E402
+from controller.install import DEFAULT_BATCH_SIZE, TwinController  # noqa: E402
 from controller.p4runtime_conn import CardConnection, CardEndpoint  # noqa: E402
 from controller.routing import compute_tables  # noqa: E402
 from controller.translate import DELETE, INSERT, MODIFY, EntrySpec, spec_update  # noqa: E402
@@ -295,7 +295,7 @@ def verified_text(figures: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", choices=[*sorted(CASES), TABLE_OPS], action="append")
-    parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument(
         "--processes", type=int, default=0, help="multi-card switch processes (0: one process per card)"

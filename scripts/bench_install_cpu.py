@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from p4.v1 import p4runtime_pb2  # noqa: E402
 
 from controller.compile import compile_card_program  # noqa: E402
-from controller.install import CardResult, TwinController  # noqa: E402
+from controller.install import DEFAULT_BATCH_SIZE, CardResult, TwinController  # noqa: E402
 from controller.p4runtime_conn import CardConnection, CardEndpoint  # noqa: E402
 from controller.routing import compute_tables  # noqa: E402
 from controller.translate import default_entry, spec_update, update  # noqa: E402
@@ -53,7 +53,7 @@ def main() -> int:
     parser.add_argument("--dims", default="4x4x4")
     parser.add_argument("--algorithm", default="dort")
     parser.add_argument("--cards", type=int, default=8, help="cards measured (their plans, in turn)")
-    parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     args = parser.parse_args()
     topology = build_topology("ndt", dims=args.dims, config="cbest")
     plans = plan_cards(topology, compute_tables(topology, args.algorithm))

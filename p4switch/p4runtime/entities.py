@@ -123,9 +123,10 @@ class PipelineEntities:
     # ----- write -----------------------------------------------------------------------------
     def write(self, update: p4runtime_pb2.Update) -> Undo:
         """Apply one update; return how to undo it. Raises P4RuntimeError, leaving state unchanged."""
-        which = update.entity.WhichOneof("entity")
+        entity = update.entity
+        which = entity.WhichOneof("entity")
         if which == "table_entry":
-            return self._write_table_entry(update.type, update.entity.table_entry)
+            return self._write_table_entry(update.type, entity.table_entry)
         if which == "register_entry":
             return self._write_register_entry(update.type, update.entity.register_entry)
         if which == "packet_replication_engine_entry" and self.replication is not None:
@@ -246,7 +247,10 @@ class PipelineEntities:
                 raise P4RuntimeError(
                     code_pb2.RESOURCE_EXHAUSTED, f"{table.name} is full ({table.size} entries)"
                 )
-            self._call(core.insert_exact, values, action, params)
+            try:
+                core.insert_exact(values, action, params)
+            except Exception as error:  # as _call reports it (the checks above leave nothing to fail)
+                raise core_error(error) from error
             keys[key] = (action, params)
 
             def undo_insert() -> None:

@@ -256,7 +256,8 @@ class Table:
         for value, width in zip(values, self.widths, strict=True):
             packed = (packed << width) | value
         entry.value, entry.mask = packed, self.exact_mask
-        self._add(key, entry)
+        self.entries[key] = entry  # as _add does for an all-exact table
+        self.by_key[values] = entry
 
     def modify_exact(self, values: tuple[int, ...], action: str, params: tuple[int, ...]) -> None:
         """Change the action of an entry of an all-exact table; EntryError if invalid or absent."""
