@@ -9,7 +9,7 @@ cards at once can report each one and go on.
 
 The channel raises gRPC's metadata limit (:data:`CHANNEL_OPTIONS`): a Write that
 fails reports one ``p4.v1.Error`` per update of the batch (OK ones included) in its
-trailing metadata, ~100 bytes each, which for a batch of 500 is far above gRPC's
+trailing metadata, ~100 bytes each, which for a batch of 2,000 is far above gRPC's
 default limit (8 KiB soft, 16 KiB hard); with the default, such a batch would be
 reported as a failure of the whole Write although most of it was applied.
 """

@@ -26,7 +26,7 @@ def wide_p4info() -> p4info_pb2.P4Info:
     info = p4info_pb2.P4Info()
     table = info.tables.add()
     table.preamble.id, table.preamble.name = 0x0200_ABCD, "Wide.t"
-    for field_id, width in ((1, 1), (300, 48), (70_000, 9), (5, 128)):
+    for field_id, width in ((1, 1), (300, 48), (70_000, 9), (5, 128), (6, 256)):
         table.match_fields.add(id=field_id, name=f"f{field_id}", bitwidth=width, match_type=EXACT)
     table.action_refs.add(id=0x0100_0FFF)
     table.action_refs.add(id=0x0100_0001)
@@ -77,18 +77,18 @@ def test_varints_are_protobufs() -> None:
 def test_what_spec_update_refuses_is_refused_with_the_same_error() -> None:
     index = P4InfoIndex(wide_p4info())
     encoder = UpdateEncoder(index)
-    good = EntrySpec("Wide.t", (1, 5, 3, 7), "Wide.a", (1, 0, 2))
+    good = EntrySpec("Wide.t", (1, 5, 3, 7, 9), "Wide.a", (1, 0, 2))
     encoder.encode(INSERT, good)  # its values are kept: the bad ones below must not be taken for them
     bad = [
-        EntrySpec("Wide.t", (2, 5, 3, 7), "Wide.a", (1, 0, 2)),  # 2 in a 1-bit field
-        EntrySpec("Wide.t", (1, 5, 512, 7), "Wide.a", (1, 0, 2)),  # 512 in 9 bits (fits the others)
-        EntrySpec("Wide.t", (1, -5, 3, 7), "Wide.a", (1, 0, 2)),
-        EntrySpec("Wide.t", (1, 5, 3), "Wide.a", (1, 0, 2)),
-        EntrySpec("Wide.nope", (1, 5, 3, 7), "Wide.a", (1, 0, 2)),
-        EntrySpec("Wide.t", (1, 5, 3, 7), "Wide.nope", (1, 0, 2)),
-        EntrySpec("Wide.t", (1, 5, 3, 7), "Wide.a", (1, 0)),
-        EntrySpec("Wide.t", (1, 5, 3, 7), "Wide.a", (1, 2, 2)),  # 2 in a 1-bit parameter
-        EntrySpec("Wide.t", (1, 5, 3, 7), "Wide.none", (1,)),
+        EntrySpec("Wide.t", (2, 5, 3, 7, 9), "Wide.a", (1, 0, 2)),  # 2 in a 1-bit field
+        EntrySpec("Wide.t", (1, 5, 512, 7, 9), "Wide.a", (1, 0, 2)),  # 512 in 9 bits (fits the others)
+        EntrySpec("Wide.t", (1, -5, 3, 7, 9), "Wide.a", (1, 0, 2)),
+        EntrySpec("Wide.t", (1, 5, 3, 7), "Wide.a", (1, 0, 2)),
+        EntrySpec("Wide.nope", (1, 5, 3, 7, 9), "Wide.a", (1, 0, 2)),
+        EntrySpec("Wide.t", (1, 5, 3, 7, 9), "Wide.nope", (1, 0, 2)),
+        EntrySpec("Wide.t", (1, 5, 3, 7, 9), "Wide.a", (1, 0)),
+        EntrySpec("Wide.t", (1, 5, 3, 7, 9), "Wide.a", (1, 2, 2)),  # 2 in a 1-bit parameter
+        EntrySpec("Wide.t", (1, 5, 3, 7, 9), "Wide.none", (1,)),
     ]
     for spec in bad:
         with pytest.raises((EncodingError, P4InfoLookupError)) as expected:
@@ -98,3 +98,25 @@ def test_what_spec_update_refuses_is_refused_with_the_same_error() -> None:
         assert str(got.value) == str(expected.value)
     # a DELETE carries no action: a bad action is not looked at, as spec_update does not
     assert encoder.encode(DELETE, bad[5]) == spec_update(index, DELETE, bad[5]).SerializeToString()
+
+
+def test_a_write_request_of_encoded_updates_is_the_one_protobuf_builds() -> None:
+    from controller.p4runtime_conn import CardConnection, CardEndpoint
+
+    index = P4InfoIndex(wide_p4info())
+    encoder = UpdateEncoder(index)
+    rng = random.Random(5)
+    specs = [random_spec(index, rng) for _ in range(300)]
+    messages = [spec_update(index, INSERT, spec) for spec in specs]
+    # bytes and messages mixed; some updates longer than 127 bytes (two-byte length prefixes)
+    given = [
+        encoder.encode(INSERT, spec) if i % 3 else message
+        for i, (spec, message) in enumerate(zip(specs, messages, strict=True))
+    ]
+    assert any(len(encoder.encode(INSERT, spec)) > 127 for spec in specs)
+    connection = CardConnection(CardEndpoint("c7", 7, 70_000, "unused"), index, election_id=(3, 300))
+    data = connection.request_bytes(given)
+    expected = p4runtime_pb2.WriteRequest(device_id=70_000, updates=messages)
+    expected.election_id.high, expected.election_id.low = 3, 300
+    assert data == expected.SerializeToString()
+    assert p4runtime_pb2.WriteRequest.FromString(data) == expected
