@@ -67,8 +67,8 @@ from controller.translate import (
     INSERT,
     MODIFY,
     EntrySpec,
+    UpdateEncoder,
     default_entry,
-    spec_update,
     update,
 )
 from controller.twins import CardPlan, plan_cards
@@ -76,8 +76,9 @@ from p4src import card
 from p4switch.p4runtime.info import EncodingError, P4InfoIndex, P4InfoLookupError, p4info_mismatch
 from topologies.errors import TwinnetError
 
-#: Updates per WriteRequest.
-DEFAULT_BATCH_SIZE = 500
+#: Updates per WriteRequest (a route update is ~40 bytes: ~80 KB per request; fewer, larger requests
+#: cost both sides less per entry)
+DEFAULT_BATCH_SIZE = 2000
 #: Cards handled at once.
 DEFAULT_WORKERS = 16
 #: Networks of at most this many cards keep every card's session open between operations; larger
@@ -352,6 +353,8 @@ class TwinController:
         self.device_config: bytes = device_config
         self.index = P4InfoIndex(p4info)
         self.index.require(card.TABLES, card.ACTIONS, card.COUNTERS)
+        #: every card's updates are serialised from the same kept bytes (tables, values, actions)
+        self.encoder = UpdateEncoder(self.index)
         self.election_id = election_id
         self.batch_size = batch_size
         self.workers = max(1, workers)
@@ -523,11 +526,11 @@ class TwinController:
             current, defaults = (
                 ({}, _PROGRAM_DEFAULTS) if result.pipeline_pushed else self._read_card(connection)
             )
-            updates, descriptions = self._updates_for(plan, current, defaults, result)
+            updates, described = self._updates_for(plan, current, defaults, result)
             self._report(plan.name, "compared", result.unchanged, more=result.deleted)
             failures = connection.write(
                 updates,
-                descriptions.__getitem__,
+                lambda i: described[i] if isinstance(described[i], str) else described[i].describe(),
                 self.batch_size,
                 progress=lambda written: self._report(plan.name, "writing", written),
             )
@@ -593,8 +596,9 @@ class TwinController:
         current: Mapping[EntryKey, EntrySpec],
         defaults: Mapping[str, Default],
         result: CardResult,
-    ) -> tuple[list[p4runtime_pb2.Update], list[str]]:
-        """The updates that turn `current` into the plan, in write order, with a description of each."""
+    ) -> tuple[list[bytes], list[EntrySpec | str]]:
+        """The updates that turn `current` into the plan, in write order, serialised (UpdateEncoder), with
+        what each one writes (its entry, or a description), to name a rejected one."""
         buckets: dict[tuple[int, str], list[EntrySpec]] = {key: [] for key in _WRITE_ORDER}
         for key, spec in plan.entries.items():
             have = current.get(key)
@@ -607,32 +611,33 @@ class TwinController:
         for key, spec in current.items():
             if key not in plan.entries:
                 buckets[DELETE, spec.table].append(spec)
-        updates: list[p4runtime_pb2.Update] = []
-        descriptions: list[str] = []
+        updates: list[bytes] = []
+        described: list[EntrySpec | str] = []
 
         def set_default(table: str) -> None:
             wanted = planned_defaults(plan)[table]
             if defaults.get(table) != wanted:
-                updates.append(update(MODIFY, default_entry(self.index, table, *wanted)))
-                descriptions.append(f"{table} default -> {wanted[0]}{wanted[1]}")
+                updates.append(update(MODIFY, default_entry(self.index, table, *wanted)).SerializeToString())
+                described.append(f"{table} default -> {wanted[0]}{wanted[1]}")
                 result.modified += 1
             else:
                 result.unchanged += 1
 
         set_default(card.CARD_CONFIG)
+        encode = self.encoder.encode
         for kind, table in _WRITE_ORDER:
             if (kind, table) == _WRITE_ORDER[_FIRST_DELETE]:  # both route tables filled: switch between them
                 set_default(card.SELECTION_CONFIG)
-            for spec in buckets[kind, table]:
-                updates.append(spec_update(self.index, kind, spec))
-                descriptions.append(spec.describe())
-                if kind == INSERT:
-                    result.inserted += 1
-                elif kind == MODIFY:
-                    result.modified += 1
-                else:
-                    result.deleted += 1
-        return updates, descriptions
+            specs = buckets[kind, table]
+            updates += [encode(kind, spec) for spec in specs]
+            described += specs
+            if kind == INSERT:
+                result.inserted += len(specs)
+            elif kind == MODIFY:
+                result.modified += len(specs)
+            else:
+                result.deleted += len(specs)
+        return updates, described
 
     # -- verify -------------------------------------------------------------------
 

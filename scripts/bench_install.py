@@ -2,12 +2,16 @@
 """Time the controller installing full routing tables onto running embedded cards.
 
     .venv/bin/python scripts/bench_install.py      # 3DT 4x4x4 DORT, twin 4-ary 3-tree DESTRO, table ops
-    .venv/bin/python scripts/bench_install.py --case ndt-4x4x4-dort --batch-size 1000
+    .venv/bin/python scripts/bench_install.py --case ndt-4x4x4-dort --batch-size 500
     .venv/bin/python scripts/bench_install.py --case table-ops   # INSERT/MODIFY/DELETE at 65,536 entries
+    .venv/bin/python scripts/bench_install.py --processes 2      # the cards spread over 2 processes
+    .venv/bin/python scripts/bench_install.py --case ndt-8x8x8-dort --processes 2 --no-verify  # 2.1M entries
 
-For each case it starts one ``twinnet-switch`` process per card (the embedded
-target, started with the card program, without data-plane interfaces: the
-control plane is what is measured; no root needed), waits until all serve
+For each case it starts one ``twinnet-switch`` process per card, or with
+``--processes N`` N processes hosting the cards between them (``--cards``, as the
+emulation runs them; one gRPC address per process) (the embedded target, started
+with the card program, without data-plane interfaces: the control plane is what
+is measured; no root needed), waits until all serve
 P4Runtime, then times, end to end, a full install (connect, read back, write
 every entry, over gRPC on loopback) and a verify (read everything back and
 compare). It prints entries/s and seconds, and stops the processes it started.
@@ -35,13 +39,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from controller.compile import compile_card_program  # noqa: E402
-from controller.install import TwinController  # noqa: E402
+from controller.install import DEFAULT_BATCH_SIZE, TwinController  # noqa: E402
 from controller.p4runtime_conn import CardConnection, CardEndpoint  # noqa: E402
 from controller.routing import compute_tables  # noqa: E402
 from controller.translate import DELETE, INSERT, MODIFY, EntrySpec, spec_update  # noqa: E402
 from controller.twins import plan_cards  # noqa: E402
 from emulation.switch_launcher import switch_command  # noqa: E402
 from p4src import CARD_PROGRAM, card  # noqa: E402
+from p4switch.daemon.host_config import CardConfig, write_cards_file  # noqa: E402
 from p4switch.p4runtime.info import P4InfoIndex  # noqa: E402
 from topologies.build import build_topology  # noqa: E402
 
@@ -49,10 +54,15 @@ from topologies.build import build_topology  # noqa: E402
 CASES = {
     "ndt-4x4x4-dort": (lambda: build_topology("ndt", dims="4x4x4", config="cbest"), "dort", "ts-dor"),
     "twin-4-ary-3-tree-destro": (lambda: build_topology("fattree", k=4, n=3, twin=True), "destro", None),
+    # the papers' size: 1,024 cards, ~2.1M route entries (run it with --processes; not in the default set)
+    "ndt-8x8x8-dort": (lambda: build_topology("ndt", dims="8x8x8", config="cbest"), "dort", None),
 }
+DEFAULT_CASES = ["ndt-4x4x4-dort", "twin-4-ary-3-tree-destro"]
 #: the switch as the emulation starts it (its own environment, .venv/switch, when scripts/setup.sh made it)
 SWITCH = switch_command()
 TABLE_OPS = "table-ops"
+#: seconds the idle switches' CPU is measured before the install
+IDLE_SECONDS = 2.0
 
 
 def free_port() -> int:
@@ -103,6 +113,35 @@ def _start(cards: list[tuple[str, int]], program: Path, log_dir: Path) -> list:
     return started
 
 
+def start_switch_groups(
+    cards: list[tuple[str, int]], program: Path, log_dir: Path, processes: int, timeout: float = 120.0
+) -> tuple[list, list[CardEndpoint]]:
+    """The cards spread round-robin over `processes` multi-card switch processes (``--cards``, no
+    data-plane interfaces), each on its own loopback port; returns processes and endpoints."""
+    groups = [cards[i::processes] for i in range(processes) if cards[i::processes]]
+    started: list = []
+    endpoints: list[CardEndpoint] = []
+    firsts: list[CardEndpoint] = []
+    try:
+        for number, group in enumerate(groups):
+            port = free_port()
+            cards_file = log_dir / f"p{number}.cards.json"
+            write_cards_file(cards_file, [CardConfig(card_id) for _name, card_id in group])
+            command = [*SWITCH, "--cards", str(cards_file), str(program)]
+            command += ["--", "--grpc-server-addr", f"127.0.0.1:{port}", "--priority-queues", "8"]
+            log = open(log_dir / f"p{number}.log", "w")  # noqa: SIM115 - closed with the process
+            started.append((subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT), log))
+            address = f"127.0.0.1:{port}"
+            group_endpoints = [CardEndpoint(name, card_id, card_id, address) for name, card_id in group]
+            endpoints += group_endpoints
+            firsts.append(group_endpoints[0])
+        wait_ready(firsts, timeout, started)
+    except BaseException:
+        stop_switches(started)
+        raise
+    return started, endpoints
+
+
 def wait_ready(endpoints: list[CardEndpoint], timeout: float, processes: list) -> None:
     deadline = time.monotonic() + timeout
     for endpoint, (process, log) in zip(endpoints, processes, strict=True):
@@ -121,6 +160,17 @@ def wait_ready(endpoints: list[CardEndpoint], timeout: float, processes: list) -
                 time.sleep(0.1)
 
 
+def processes_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system) the processes `pids` have used so far (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / ticks
+
+
 def stop_switches(processes: list) -> None:
     for process, _log in processes:
         if process.poll() is None:
@@ -134,7 +184,11 @@ def stop_switches(processes: list) -> None:
         log.close()
 
 
-def run_case(name: str, batch_size: int, workers: int) -> dict:
+def run_case(
+    name: str, batch_size: int, workers: int, processes: int = 0, verify: bool = True, pipeline: str = "push"
+) -> dict:
+    """One install case; `processes` 0 starts a process per card, else that many multi-card processes;
+    `pipeline` as TwinController.apply takes it ("push", as the emulation installs, or "auto")."""
     build, algorithm, switch_to = CASES[name]
     topology = build()
     tables = compute_tables(topology, algorithm)
@@ -144,20 +198,30 @@ def run_case(name: str, batch_size: int, workers: int) -> dict:
     cards = sorted((card.name, card.card_id) for card in topology.cards.values())
     with tempfile.TemporaryDirectory(prefix="twinnet-bench-") as logs:
         started = time.monotonic()
-        processes, endpoints = start_switches(cards, program.source, Path(logs))
+        if processes:
+            switches, endpoints = start_switch_groups(cards, program.source, Path(logs), processes)
+        else:
+            switches, endpoints = start_switches(cards, program.source, Path(logs))
         try:
             boot = time.monotonic() - started
-            begin, cpu = time.monotonic(), time.process_time()
+            pids = [process.pid for process, _log in switches]
+            idle_cpu = processes_cpu(pids)
+            time.sleep(IDLE_SECONDS)  # what the switches use doing nothing, the reference for their CPU
+            idle_cpu = (processes_cpu(pids) - idle_cpu) / IDLE_SECONDS
+            begin, cpu, switch_cpu = time.monotonic(), time.process_time(), processes_cpu(pids)
             with TwinController(endpoints, program, batch_size=batch_size, workers=workers) as controller:
-                report = controller.apply(plans, label=f"install {algorithm}")
+                report = controller.apply(plans, pipeline=pipeline, label=f"install {algorithm}")
                 installed = time.monotonic() - begin
                 controller_cpu = time.process_time() - cpu
+                switch_cpu = processes_cpu(pids) - switch_cpu
                 report.raise_for_errors()
-                verify_start = time.monotonic()
-                verified = controller.verify_plans(plans)
-                verify_seconds = time.monotonic() - verify_start
-                if not verified.ok:
-                    raise SystemExit(f"verify found differences: {verified.summary()}")
+                verify_seconds = None
+                if verify:
+                    verify_start = time.monotonic()
+                    verified = controller.verify_plans(plans)
+                    verify_seconds = time.monotonic() - verify_start
+                    if not verified.ok:
+                        raise SystemExit(f"verify found differences: {verified.summary()}")
                 live = None
                 if switch_to:  # re-install another algorithm on the running cards: read back, write the diff
                     other = compute_tables(topology, switch_to)
@@ -168,9 +232,12 @@ def run_case(name: str, batch_size: int, workers: int) -> dict:
                     if not controller.verify(topology, other).ok:
                         raise SystemExit(f"after switching to {switch_to}, the cards differ from the model")
         finally:
-            stop_switches(processes)
+            stop_switches(switches)
     return {
         "case": name,
+        "processes": processes or len(cards),
+        "switch_cpu_s": switch_cpu,
+        "switch_idle_cpu": idle_cpu,
         "cards": len(cards),
         "entries": entries,
         "route_entries": len(tables),
@@ -179,7 +246,7 @@ def run_case(name: str, batch_size: int, workers: int) -> dict:
         "entries_per_s": entries / installed,
         "controller_cpu_s": controller_cpu,
         "verify_s": verify_seconds,
-        "verified_per_s": entries / verify_seconds,
+        "verified_per_s": entries / verify_seconds if verify_seconds else None,
         "live": live,
     }
 
@@ -219,16 +286,32 @@ def run_table_ops(batch_size: int, count: int = 1000) -> dict:
     return figures
 
 
+def verified_text(figures: dict) -> str:
+    if figures["verify_s"] is None:
+        return "not verified"
+    return f"read back and verify {figures['verify_s']:.2f} s = {figures['verified_per_s']:.0f} entries/s"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", choices=[*sorted(CASES), TABLE_OPS], action="append")
-    parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument(
+        "--processes", type=int, default=0, help="multi-card switch processes (0: one process per card)"
+    )
+    parser.add_argument("--no-verify", action="store_true", help="skip reading every entry back")
+    parser.add_argument(
+        "--pipeline", choices=("push", "auto"), default="push", help="push the program first (as runs do)"
+    )
     args = parser.parse_args()
     print(
-        f"machine: {os.cpu_count()} CPUs; {args.batch_size} updates per WriteRequest, {args.workers} workers"
+        f"machine: {os.cpu_count()} CPUs; {args.batch_size} updates per WriteRequest, "
+        f"{args.workers} workers, "
+        + (f"cards in {args.processes} processes" if args.processes else "one process per card")
+        + f", pipeline {args.pipeline}"
     )
-    for name in args.case or [*CASES, TABLE_OPS]:
+    for name in args.case or [*DEFAULT_CASES, TABLE_OPS]:
         if name == TABLE_OPS:
             ops = run_table_ops(args.batch_size)
             count, insert, modify, delete = ops["count"], ops["insert_s"], ops["modify_s"], ops["delete_s"]
@@ -241,13 +324,19 @@ def main() -> int:
                 flush=True,
             )
             continue
-        figures = run_case(name, args.batch_size, args.workers)
+        figures = run_case(
+            name, args.batch_size, args.workers, args.processes, not args.no_verify, args.pipeline
+        )
+        per_entry = 1e6 / figures["entries"]
         print(
-            f"{figures['case']}: {figures['cards']} cards, {figures['entries']} entries "
-            f"({figures['route_entries']} route entries); switches up in {figures['switch_start_s']:.1f} s; "
+            f"{figures['case']}: {figures['cards']} cards in {figures['processes']} processes, "
+            f"{figures['entries']} entries ({figures['route_entries']} route entries); "
+            f"switches up in {figures['switch_start_s']:.1f} s; "
             f"install {figures['install_s']:.2f} s end to end = {figures['entries_per_s']:.0f} entries/s "
-            f"(controller CPU {figures['controller_cpu_s']:.1f} s); "
-            f"read back and verify {figures['verify_s']:.2f} s = {figures['verified_per_s']:.0f} entries/s",
+            f"(CPU per entry: controller {figures['controller_cpu_s'] * per_entry:.1f} us, "
+            f"switches {figures['switch_cpu_s'] * per_entry:.1f} us, of which idle "
+            f"{figures['switch_idle_cpu'] * figures['install_s'] * per_entry:.1f} us); "
+            + verified_text(figures),
             flush=True,
         )
         if figures["live"]:

@@ -131,11 +131,15 @@ def remember(text: str, program: Any) -> None:
 
 
 def compile_untrusted(text: str) -> Any:
-    """Check ``text`` and compile it in a limited child; the CompiledProgram, or UntrustedProgramError."""
-    check_program_text(text)
+    """Check ``text`` and compile it in a limited child; the CompiledProgram, or UntrustedProgramError.
+
+    A text compiled (or remembered) before passed the check then: it is not checked again (a
+    process hosting many cards is sent the same program once per card).
+    """
     known = _COMPILED.get(_text_key(text))
     if known is not None:
         return known
+    check_program_text(text)
     from p4switch.compiler.compile import CompiledProgram
 
     package_root = str(Path(__file__).resolve().parents[2])

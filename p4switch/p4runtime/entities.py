@@ -11,6 +11,7 @@ by ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC batches).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from google.rpc import code_pb2
@@ -37,9 +38,46 @@ from p4switch.p4runtime.info import (
 from p4switch.p4runtime.meters import MeterEntities, config_of, configure, set_config
 from p4switch.p4runtime.replication import ReplicationEntities
 from p4switch.runtime.meters import check_config
+from p4switch.runtime.tables import Table
 
 Undo = Callable[[], None]
 MatchKey = tuple
+#: decoded actions an exact table's fast path keeps, by their serialised TableAction
+ACTIONS_KEPT = 4096
+INSERT = p4runtime_pb2.Update.INSERT
+MODIFY = p4runtime_pb2.Update.MODIFY
+DELETE = p4runtime_pb2.Update.DELETE
+
+
+@dataclass
+class ExactTable:
+    """What the fast path of an all-exact table's writes needs (see ``PipelineEntities._write_exact``)."""
+
+    info: TableInfo
+    core: Table
+    field_ids: tuple[int, ...]
+    widths: tuple[int, ...]
+    #: serialised TableAction -> (action name, parameter values), decoded and checked for this table
+    actions: dict[bytes, tuple[str, tuple[int, ...]]] = field(default_factory=dict)
+
+
+def exact_table(pipeline: Any, table: TableInfo) -> ExactTable | None:
+    """The fast path's view of `table`: only for a mutable table whose fields are all exact, without a
+    direct meter, held by the language core's own Table with the same fields in the same order."""
+    core = getattr(pipeline, "tables", {}).get(table.name)
+    if (
+        not isinstance(core, Table)
+        or not table.match_fields
+        or table.is_const
+        or core.is_const
+        or table.direct_meter is not None
+        or not core.all_exact
+        or core.key_names != tuple(info.name for info in table.match_fields)
+        or any(info.match_type != EXACT for info in table.match_fields)
+    ):
+        return None
+    ids = tuple(info.id for info in table.match_fields)
+    return ExactTable(table, core, ids, tuple(info.bitwidth for info in table.match_fields))
 
 
 def core_error(error: Exception) -> P4RuntimeError:
@@ -75,13 +113,20 @@ class PipelineEntities:
                 self._core_key(table, entry): (entry.action, tuple(entry.params))
                 for entry in pipeline.table_entries(table.name)
             }
+        #: table id -> the fast path of its writes (all-exact tables; see _write_exact)
+        self.exact: dict[int, ExactTable] = {}
+        for table_id, table in index.tables.items():
+            fast = exact_table(pipeline, table)
+            if fast is not None:
+                self.exact[table_id] = fast
 
     # ----- write -----------------------------------------------------------------------------
     def write(self, update: p4runtime_pb2.Update) -> Undo:
         """Apply one update; return how to undo it. Raises P4RuntimeError, leaving state unchanged."""
-        which = update.entity.WhichOneof("entity")
+        entity = update.entity
+        which = entity.WhichOneof("entity")
         if which == "table_entry":
-            return self._write_table_entry(update.type, update.entity.table_entry)
+            return self._write_table_entry(update.type, entity.table_entry)
         if which == "register_entry":
             return self._write_register_entry(update.type, update.entity.register_entry)
         if which == "packet_replication_engine_entry" and self.replication is not None:
@@ -97,6 +142,11 @@ class PipelineEntities:
         raise P4RuntimeError(code_pb2.UNIMPLEMENTED, f"writing {which} is not supported by this target")
 
     def _write_table_entry(self, kind: int, entry: p4runtime_pb2.TableEntry) -> Undo:
+        fast = self.exact.get(entry.table_id)
+        if fast is not None and not entry.is_default_action:
+            undo = self._write_exact(fast, kind, entry)
+            if undo is not None:
+                return undo
         table = self.index.table(entry.table_id)
         if kind == p4runtime_pb2.Update.UNSPECIFIED:
             raise invalid("update type UNSPECIFIED")
@@ -160,6 +210,85 @@ class PipelineEntities:
 
             return undo_delete
         raise invalid(f"unknown update type {kind}")
+
+    def _write_exact(self, fast: ExactTable, kind: int, entry: p4runtime_pb2.TableEntry) -> Undo | None:
+        """An INSERT, MODIFY or DELETE of an all-exact table's entry in canonical form, or None.
+
+        Canonical: every field once, in P4Info order, as a non-empty exact value that fits its width,
+        no priority and no meter config. Anything else returns None before changing anything, and the
+        generic path decides (and names what is wrong); the checks made here (duplicate, missing entry,
+        action, table size) raise what the generic path raises, in the same order.
+        """
+        if entry.priority or kind not in (INSERT, MODIFY, DELETE) or entry.HasField("meter_config"):
+            return None
+        fields = entry.match
+        if len(fields) != len(fast.field_ids):
+            return None
+        values = []
+        for field_match, field_id, width in zip(fields, fast.field_ids, fast.widths, strict=True):
+            if field_match.field_id != field_id:
+                return None
+            data = field_match.exact.value  # empty when unset (or another kind is given)
+            if not data:
+                return None
+            value = int.from_bytes(data, "big")
+            if value >> width:
+                return None
+            values.append(value)
+        values = tuple(values)
+        key = (*values, 0)
+        table, core = fast.info, fast.core
+        keys = self.keys[table.id]
+        if kind == INSERT:
+            if key in keys:
+                raise P4RuntimeError(code_pb2.ALREADY_EXISTS, f"{table.name}: entry already exists")
+            action, params = self._exact_action(fast, entry)
+            if table.size and len(keys) >= table.size:
+                raise P4RuntimeError(
+                    code_pb2.RESOURCE_EXHAUSTED, f"{table.name} is full ({table.size} entries)"
+                )
+            try:
+                core.insert_exact(values, action, params)
+            except Exception as error:  # as _call reports it (the checks above leave nothing to fail)
+                raise core_error(error) from error
+            keys[key] = (action, params)
+
+            def undo_insert() -> None:
+                core.delete_exact(values)
+                keys.pop(key, None)
+
+            return undo_insert
+        old = keys.get(key)
+        if old is None:
+            raise P4RuntimeError(code_pb2.NOT_FOUND, f"{table.name}: no such entry")
+        if kind == MODIFY:
+            action, params = self._exact_action(fast, entry)
+            self._call(core.modify_exact, values, action, params)
+            keys[key] = (action, params)
+
+            def undo_modify() -> None:
+                core.modify_exact(values, old[0], old[1])
+                keys[key] = old
+
+            return undo_modify
+        self._call(core.delete_exact, values)
+        del keys[key]
+
+        def undo_delete() -> None:
+            core.insert_exact(values, old[0], old[1])
+            keys[key] = old
+
+        return undo_delete
+
+    def _exact_action(self, fast: ExactTable, entry: p4runtime_pb2.TableEntry) -> tuple[str, tuple[int, ...]]:
+        """The entry's action and parameters, decoded once per distinct TableAction (as _decode_action)."""
+        blob = entry.action.SerializeToString()
+        found = fast.actions.get(blob)
+        if found is None:
+            found = self._decode_action(fast.info, entry, for_default=False)
+            if len(fast.actions) < ACTIONS_KEPT:
+                fast.actions[blob] = found
+        return found
 
     def _write_default(self, kind: int, table: TableInfo, entry: p4runtime_pb2.TableEntry) -> Undo:
         if kind != p4runtime_pb2.Update.MODIFY:

@@ -17,6 +17,7 @@ update gets its own code, the others ABORTED).
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib.metadata
 import itertools
@@ -51,7 +52,10 @@ MAX_SEND_BYTES = 64 * 1024 * 1024
 Request = p4runtime_pb2.SetForwardingPipelineConfigRequest
 
 
+@functools.cache
 def p4runtime_version() -> str:
+    """The p4runtime package's version (read once: each look-up parses the package's metadata file,
+    ~1 ms, and every session starts with Capabilities)."""
     try:
         return importlib.metadata.version("p4runtime")
     except importlib.metadata.PackageNotFoundError:

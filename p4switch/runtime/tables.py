@@ -25,6 +25,10 @@ from p4switch.compiler.types import mask as all_ones
 from p4switch.errors import EntryError, TableFullError
 from p4switch.runtime.meters import MeterCell
 
+#: checked (action, parameters) pairs a table keeps for its entries to share (route tables have a few
+#: hundred: egress ports times VCs)
+BOUND_ACTIONS_KEPT = 4096
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -98,11 +102,14 @@ class RuntimeEntry:
         action_name: str,
         match: dict | None = None,
         priority: int = 0,
+        call: Callable | None = None,
     ) -> None:
-        """Bind the action to its arguments for the data plane."""
+        """Bind the action to its arguments for the data plane (`call`: that binding, made already)."""
         self.action = action
         self.args = args
-        self.call = _data_plane_call(action, args)  # the data plane calls entry.call(L)
+        self.call = (
+            _data_plane_call(action, args) if call is None else call
+        )  # the data plane calls entry.call(L)
         self.hit = hit
         self.aid = aid
         self.counts = [0, 0]
@@ -145,6 +152,11 @@ class Table:
         self.ranks: list[tuple] = []  # the entries' ranks, parallel to ordered (for bisect)
         self.buckets: dict[int, dict] = {}  # lpm tables: mask -> {value: entry}, as in by_mask
         self.insertions = count()  # numbers entries in insertion order (ties of equal priority)
+        self.key_names = tuple(k.name for k in spec.keys)
+        self.exact_mask = all_ones(sum(self.widths))  # every entry's mask in an all-exact table
+        #: (action, params) -> (function, data-plane call, action id), checked: the *_exact methods' entries
+        #: share them (one partial per distinct action and parameters, not one per entry)
+        self.bound: dict[tuple[str, tuple], tuple[Callable, Callable, int]] = {}
         self.is_const = spec.const_entries is not None
         self.default = self._runtime_entry(spec.default_action, spec.default_params, False)
         if spec.const_entries is not None:
@@ -224,6 +236,66 @@ class Table:
     def list_entries(self) -> list[Entry]:
         """All installed entries in control-plane form."""
         return [Entry(dict(e.match), e.action_name, tuple(e.args), e.priority) for e in self.entries.values()]
+
+    # ------------------------------------------------- control plane, all-exact tables
+    # The fast path of P4Runtime writes (p4switch.p4runtime.entities): `values` are the key fields in key
+    # order, ints the caller has checked against the fields' widths; the action, its parameters,
+    # duplicates, missing entries and the table's size are checked here as by insert/modify/delete.
+
+    def insert_exact(self, values: tuple[int, ...], action: str, params: tuple[int, ...]) -> None:
+        """Add an entry to an all-exact table; EntryError if invalid or already present."""
+        self._check_mutable()
+        key = (*values, 0)
+        if key in self.entries:
+            match = dict(zip(self.key_names, values, strict=True))
+            raise EntryError(f"table {self.name}: an entry with match {match} (priority 0) already exists")
+        if len(self.entries) >= self.spec.size:
+            raise TableFullError(f"table {self.name} is full ({self.spec.size} entries)")
+        entry = self._bound_entry(action, params, dict(zip(self.key_names, values, strict=True)))
+        packed = 0
+        for value, width in zip(values, self.widths, strict=True):
+            packed = (packed << width) | value
+        entry.value, entry.mask = packed, self.exact_mask
+        self.entries[key] = entry  # as _add does for an all-exact table
+        self.by_key[values] = entry
+
+    def modify_exact(self, values: tuple[int, ...], action: str, params: tuple[int, ...]) -> None:
+        """Change the action of an entry of an all-exact table; EntryError if invalid or absent."""
+        self._check_mutable()
+        key = (*values, 0)
+        old = self.entries.get(key)
+        if old is None:
+            match = dict(zip(self.key_names, values, strict=True))
+            raise EntryError(f"table {self.name}: no entry with match {match} (priority 0) to modify")
+        new = self._bound_entry(action, params, dict(old.match))
+        new.value, new.mask, new.ranges = old.value, old.mask, old.ranges
+        new.counts = old.counts
+        new.meter = old.meter
+        self._remove(key)
+        self._add(key, new)
+
+    def delete_exact(self, values: tuple[int, ...]) -> None:
+        """Remove an entry of an all-exact table; EntryError if it does not exist."""
+        self._check_mutable()
+        key = (*values, 0)
+        if key not in self.entries:
+            match = dict(zip(self.key_names, values, strict=True))
+            raise EntryError(f"table {self.name}: no entry with match {match} (priority 0) to delete")
+        self._remove(key)
+
+    def _bound_entry(self, action: str, params: tuple[int, ...], match: dict) -> RuntimeEntry:
+        """A new entry of `action(params)`, checked as _runtime_entry checks it (once per distinct pair)."""
+        bound = self.bound.get((action, params))
+        if bound is None:
+            checked = self._runtime_entry(action, params, True, for_entry=True)
+            bound = (checked.action, checked.call, checked.aid)
+            if len(self.bound) < BOUND_ACTIONS_KEPT:
+                self.bound[action, params] = bound
+        function, call, aid = bound
+        entry = RuntimeEntry(function, params, True, aid, action, match, 0, call)
+        if self.spec.direct_meter is not None:
+            entry.meter = MeterCell()
+        return entry
 
     # ---------------------------------------------------------------- internals
     def _check_mutable(self) -> None:

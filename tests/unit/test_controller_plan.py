@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -93,6 +94,18 @@ def test_tables_of_another_topology_or_with_too_many_queues_are_refused(ndt) -> 
     tables.vc[0] = 9
     with pytest.raises(PlanError, match="queue 9"):
         plan_cards(ndt, tables, hop_limit=10)
+
+
+def test_a_route_to_a_port_without_a_link_is_refused_naming_the_card_and_port(ndt) -> None:
+    tables = compute_tables(ndt, "dort")
+    card_name = tables.network.card_names[int(tables.card_id[5])]
+    beyond = max(ref.port for ref in ndt.card_ports(card_name)) + 1  # a port the card does not have
+    egress = tables.egress_port.copy()
+    egress[5] = beyond
+    with pytest.raises(PlanError, match=f"card {card_name}: route entry to port {beyond}, which has no link"):
+        plan_cards(ndt, tables.replaced(egress_port=egress), hop_limit=10)
+    assert gc.isenabled()  # the collector, paused while the routes are added, is back on
+    assert len(plan_cards(ndt, tables, hop_limit=10)[card_name].entries) > 0
 
 
 def test_the_embedded_compile_step_is_cached_and_sends_the_source() -> None:
