@@ -46,6 +46,7 @@ class ForwardingLoop:
         self.on_failure = on_failure
         #: why the loop ended, if it ended other than by ``stop()``
         self.failure: str | None = None
+        #: when the loop last made progress: the start of an iteration, and the end of each card's batch
         self.last_beat = time.monotonic()
         self.cards: list[DataPlane] = []
         #: cards with work besides readable ports (queued or injected frames, PFC timers); the
@@ -129,7 +130,7 @@ class ForwardingLoop:
         return thread is not None and thread.is_alive() and self.failure is None
 
     def beat_age(self) -> float | None:
-        """Seconds since the loop last began an iteration (None before it started)."""
+        """Seconds since the loop last made progress (None before it started)."""
         return None if self._thread is None else round(time.monotonic() - self.last_beat, 3)
 
     def wake(self) -> None:
@@ -212,6 +213,7 @@ class ForwardingLoop:
             control_waiting = 0
             for card, ports in ready.items():
                 control_waiting |= card.serve(ports)
+                self.last_beat = monotonic()  # progress: a long turn over many busy cards is not a hang
                 if card.has_work():
                     pending.add(card)
                 else:

@@ -112,3 +112,47 @@ def test_the_switch_process_exits_within_a_second_when_its_data_plane_fails() ->
     # detection takes at most FAILURE_CHECK_SECONDS; shutting down gRPC takes the rest
     print(f"exit {exited_at - failed_at:.3f} s after the failure")
     assert exited_at - failed_at < 1.0
+
+
+class SlowCard:
+    """A stand-in card whose every batch takes ``seconds`` (a busy card in a saturated process)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.ports: dict = {}
+        self._injected: list = []
+        self.loop: ForwardingLoop | None = None
+
+    def serve(self, ports: list) -> int:
+        time.sleep(self.seconds)
+        return 0
+
+    def has_work(self) -> bool:
+        return True
+
+    def _timeout_ms(self) -> int:
+        return 0
+
+
+def test_a_long_turn_over_busy_cards_still_beats() -> None:
+    """One turn of the loop over 8 cards busy for 0.15 s each lasts 1.2 s; the heartbeat follows each card.
+
+    (A 64-card process past saturation took up to 1.1 s a turn and was killed as hung when the heartbeat
+    only moved once a turn.)
+    """
+    loop = ForwardingLoop()
+    for _ in range(8):
+        card = SlowCard(0.15)
+        loop.add(card)  # type: ignore[arg-type]
+        loop.pending.add(card)  # type: ignore[arg-type]
+    loop.start()
+    try:
+        ages = []
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            ages.append(loop.beat_age())
+            time.sleep(0.02)
+        assert loop.alive()
+        assert max(ages) < 0.15 + 0.25, f"heartbeat {max(ages)} s old during a turn of 8 x 0.15 s"
+    finally:
+        loop.stop()
