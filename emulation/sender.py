@@ -5,9 +5,10 @@ deadlock watches and the P4Runtime sessions; a sender among them waits for the
 GIL and sends late (3DT 4x4x4 at 20 packets/s per link: 3-12% of sends more
 than 5 ms late while the switch processes used a quarter of a core).
 :func:`inject_in_child` runs :meth:`TrafficEngine.send_schedule` in a spawned
-child instead (forked by multiprocessing's fork server: a clean process, not a
-fork of this one and its threads, and fast from the second injection on,
-as the server has imported the sender's modules). The child gets the engine's sockets themselves (their file
+child instead: a fresh interpreter (``spawn``; not a fork of this process and its
+threads), started in about half a second. Not the fork server: it hands
+descriptors over in one message, at most 253 of them, and a run has a socket per
+host (two in lossless runs). The child gets the engine's sockets themselves (their file
 descriptors are duplicated into it), sends on the data sockets and never reads
 them: the parent's receiver still receives every probe. In lossless runs the
 child also owns the hosts' PFC sockets for the duration, so that a pause reaches
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
 
 #: Seconds the parent waits for the child's record after the child was told to stop.
 STOP_GRACE_S = 10.0
-#: Seconds the child may take to start (interpreter, imports) before it is deemed lost.
-START_LIMIT_S = 60.0
 PR_SET_PDEATHSIG = 1
 
 
@@ -52,24 +51,23 @@ def inject_in_child(
     """
     from emulation.traffic import TrafficError
 
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["emulation.traffic"])  # a later child starts in milliseconds
+    context = multiprocessing.get_context("spawn")
     sent = context.RawValue("q", 0)
     stop = context.RawValue("b", 0)
+    began = context.RawValue("d", 0.0)  # when the child began to send (time.monotonic: one clock for both)
     receive_end, send_end = context.Pipe(duplex=False)
     child = context.Process(
         target=_child_main,
         args=(engine.sockets, engine.control_sockets, engine.pauses, schedule, size, tick_every)
-        + (sent, stop, send_end),
+        + (sent, stop, began, send_end),
         name="twinnet-sender",
         daemon=True,
     )
     with engine.control_handed_over():
         child.start()
         send_end.close()
-        started = time.monotonic()
         try:
-            outcome = _follow(child, receive_end, sent, stop, tick, tick_every, started)
+            outcome = _follow(child, receive_end, sent, stop, began, tick, tick_every)
         except KeyboardInterrupt:
             stop.value = 1
             outcome = _collect(child, receive_end, STOP_GRACE_S)
@@ -96,17 +94,21 @@ def _follow(
     results: Connection,
     sent: Any,
     stop: Any,
+    began: Any,
     tick: Callable[[int, float], bool] | None,
     tick_every: float,
-    started: float,
 ) -> Any:
-    """Tick while the child sends; its outcome (record and pauses, or the exception it raised)."""
+    """Tick while the child sends; its outcome (record and pauses, or the exception it raised).
+
+    Elapsed time counts from the child's first send (0 while it starts), as in-process sending counts it.
+    """
     while True:
         if results.poll(tick_every):
             return _receive(results)
         if not child.is_alive():
             return _collect(child, results, 1.0)
-        if tick is not None and not tick(sent.value, time.monotonic() - started):
+        elapsed = time.monotonic() - began.value if began.value else 0.0
+        if tick is not None and not tick(sent.value, elapsed):
             stop.value = 1
             return _collect(child, results, STOP_GRACE_S)
 
@@ -141,6 +143,7 @@ def _child_main(
     tick_every: float,
     sent: Any,
     stop: Any,
+    began: Any,
     results: Connection,
 ) -> None:
     """The sender process: send the schedule, report the record (or the error) through ``results``."""
@@ -157,6 +160,7 @@ def _child_main(
 
     try:
         with engine.receiving_control():
+            began.value = time.monotonic()
             record = engine.send_schedule(schedule, size, tick=tick, tick_every=tick_every)
         results.send((record, None if pauses is None else dict(pauses.__dict__)))
     except BaseException as error:  # reported to the parent, which raises it as a TrafficError

@@ -149,3 +149,18 @@ def test_the_sender_process_obeys_pauses_and_hands_back_their_accounting(hosts) 
     summary = pauses.summary(time.monotonic())
     assert summary["pause_frames_received"] == 1 and summary["resume_frames_received"] == 1
     assert summary["paused_s_total"] > 0.3
+
+
+def test_the_sender_process_takes_hundreds_of_sockets(hosts) -> None:
+    """300 hosts with their PFC sockets (600 descriptors, more than one SCM_RIGHTS message carries)."""
+    extra = [HostEndpoint(pe, hosts[2].netns, hosts[2].interface) for pe in range(3, 300)]
+    schedule = one_way(0, 1, 50, rate=500.0)
+    with TrafficEngine([*hosts, *extra], HostPauses(link_bps=1e9)) as engine:
+        assert len(engine.sockets) + len(engine.control_sockets) == 600
+        record = engine.inject(schedule, size=64)
+        engine.wait_for(len(schedule), quiet_s=0.5, limit_s=5)
+        received = engine.take_received()
+    assert record.sent == 50 and not record.errors
+    assert sorted(decode_arrival(f.pe, f.frame, f.receive_us).probe_id for f in received) == [
+        schedule.probe_id(i) for i in range(50)
+    ]
