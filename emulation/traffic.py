@@ -1,4 +1,4 @@
-"""Probe traffic: one process injects and receives on every host through raw sockets in their namespaces.
+"""Probe traffic: raw sockets on every host, in their namespaces; paced sending and receiving.
 
 No Python interpreter runs per host. For each host, :func:`open_host_socket`
 enters the host's network namespace (``setns`` on ``/proc/<pid>/ns/net`` or an
@@ -8,7 +8,8 @@ stays bound to the host's interface. The :class:`TrafficEngine` then
 
 * sends every probe of a :class:`Schedule` at its time (paced by the clock, so
   the offered load does not depend on CPU speed; a late send is sent at once
-  and its lateness recorded), writing the probe id and the send time
+  and its lateness recorded), from a process of its own on these sockets
+  (:mod:`emulation.sender`) unless told otherwise, writing the probe id and the send time
   (:func:`emulation.packets.now_us`) into a pre-built frame per pair;
 * receives on all hosts in one thread (epoll), keeping each frame with its
   kernel receive time (``SO_TIMESTAMPNS``, the clock ``send_time`` uses);
