@@ -14,6 +14,7 @@ the bottleneck measure the emulator, not the network.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -72,10 +73,43 @@ class Headroom:
         )
 
 
-def free_cores() -> float:
-    """Cores this process may use minus the machine's current load (other jobs), at least a quarter core."""
-    cores = len(os.sched_getaffinity(0))
-    return max(0.25, cores - os.getloadavg()[0])
+#: Seconds over which free_cores watches the CPUs.
+IDLE_SAMPLE_S = 0.5
+
+
+def cpu_times(cpus: Iterable[int]) -> dict[int, tuple[int, int]]:
+    """(idle, total) jiffies of each of ``cpus`` so far (/proc/stat; idle counts iowait too)."""
+    wanted = {f"cpu{cpu}" for cpu in cpus}
+    times: dict[int, tuple[int, int]] = {}
+    with open("/proc/stat") as stat:
+        for line in stat:
+            name, *fields = line.split()
+            if name in wanted:
+                ticks = [int(value) for value in fields[:8]]  # user nice system idle iowait irq softirq steal
+                times[int(name[3:])] = (ticks[3] + ticks[4], sum(ticks))
+    return times
+
+
+def idle_cores(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]]) -> float:
+    """Cores' worth of idle time between two ``cpu_times`` snapshots (a CPU that did not tick counts idle)."""
+    idle = 0.0
+    for cpu, (idle_after, total_after) in after.items():
+        idle_before, total_before = before.get(cpu, (idle_after, total_after))
+        elapsed = total_after - total_before
+        idle += (idle_after - idle_before) / elapsed if elapsed > 0 else 1.0
+    return idle
+
+
+def free_cores(sample_s: float = IDLE_SAMPLE_S) -> float:
+    """Cores this process may use that are idle now (measured over ``sample_s``), at least a quarter core.
+
+    Measured, not the load average: that lags by a minute and counts this process's own
+    work just before (a sweep's planning), which refused loads the idle machine carried.
+    """
+    cpus = os.sched_getaffinity(0)
+    before = cpu_times(cpus)
+    time.sleep(sample_s)
+    return max(0.25, idle_cores(before, cpu_times(cpus)))
 
 
 def check_headroom(
