@@ -61,14 +61,13 @@ class CardFollow:
             table[slot, cards] = pes
             self.slots.append(table)
         link = np.arange(self.cards * self.width, dtype=np.int32)
-        #: per link id card * width + port: the port, and port * cards + card (a slot of the load grid)
+        #: per link id card * width + port: the port
         self.port_of_link = link % self.width
-        self.slot_of_link = self.port_of_link * np.int32(self.cards) + link // self.width
-        #: per class, (port * cards + card, PE) of its source PEs
-        self.host_slots = []
+        #: per class, (card * width + port, PE) of its source PEs: their host ports' cells in a row
+        self.host_cells = []
         for cls in range(self.classes):
             pes = np.flatnonzero(spec.source_class == cls)
-            self.host_slots.append((net.pe_port[pes] * self.cards + net.pe_card[pes], pes))
+            self.host_cells.append((net.pe_card[pes].astype(np.int64) * self.width + net.pe_port[pes], pes))
         #: the ports some card has, in order
         self.ports = np.flatnonzero((net.port_kind != 0).any(axis=0))
         self._buffer = np.zeros(0)
@@ -143,47 +142,53 @@ class _Block:
         """Load through each cell when its first hops carry `heads` (added in port order): the cell's
         first hops, then the cells that send to it, in the order of the ports they arrive on."""
         load = heads.ravel()
-        for cells, parents in self._groups:
-            load[parents] += load[cells]  # a card's children differ in port: no parent twice in a group
+        for cells, parents in self._levels:
+            np.add.at(load, parents, load[cells])  # one after the other: a card's children in port order
         return load
 
     @cached_property
-    def _groups(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The cells that send to another card, with those cards' cells, grouped by remaining links
-        (deepest first) and then by the port they arrive on: the order AllPairs.loads adds them in."""
+    def _levels(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The cells that send to another card, with those cards' cells, by remaining links (deepest
+        first; a card's children all have one link more than it) and within a level by the port they
+        arrive on: the order AllPairs.loads adds them in."""
         width = self.follow.width
         depth = (self.rest_external + self.rest_internal).ravel()
         inner = np.flatnonzero(self.moving.ravel())
         if not inner.size:
             return []
-        top = int(depth[inner].max())
-        key = (top - depth[inner]) * width + self.follow.port_of_link[self.arrive.ravel()[inner]]
+        depth = depth[inner]
+        top = int(depth.max())
+        key = (top - depth) * width + self.follow.port_of_link[self.arrive.ravel()[inner]]
         key = key.astype(np.uint16 if (top + 1) * width < 1 << 16 else np.int64)
         rank = np.argsort(key, kind="stable")
         order = inner[rank]
-        bounds = np.flatnonzero(np.diff(key[rank])) + 1
-        parent = self.parent.ravel()
-        return [(cells, parent[cells]) for cells in np.split(order, bounds)]
+        bounds = np.flatnonzero(np.diff(depth[rank])) + 1
+        parent = self.parent.ravel()[order]
+        return list(zip(np.split(order, bounds), np.split(parent, bounds), strict=True))
 
     def _head_weights(self, matrix: np.ndarray) -> np.ndarray:
-        """First hops' weights per cell added in port order (0.0 + w1 + w2 ...), from the PEs x block
-        weight matrix (a PE's weight to itself is 0 there, so adding it changes nothing)."""
+        """First hops' weights per cell added in port order (w1 + w2 ...; 0.0 without), from the PEs x
+        block weight matrix (a PE's weight to itself is 0 there, so adding it changes nothing)."""
         follow = self.follow
         heads = np.zeros((self.count, follow.classes, follow.cards))
+        padded = np.concatenate((matrix, np.zeros((1, matrix.shape[1]))))  # row -1: no PE, weight 0.0
         for cls, slots in enumerate(follow.slots):
             for pes in slots:
-                has = np.flatnonzero(pes >= 0)
-                heads[:, cls, has] += matrix[pes[has], :].T
+                heads[:, cls, :] += padded[pes, :].T  # 0.0 + w1 is w1: the first slot adds to zeros
         return heads.reshape(self.rows, follow.cards)
+
+    @cached_property
+    def cells(self) -> np.ndarray:
+        """The entries' dense (destination, class, card, port) cells, in table order."""
+        cell = np.flatnonzero(self.grids.present)
+        return cell.astype(np.int32) if cell.size and cell[-1] < 1 << 31 else cell
 
     # -- per entry (table order) --------------------------------------------------------------------
 
     def _entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(cell of each entry's card, link id card * width + ingress port, is a first hop), table order."""
         width, cards = self.follow.width, self.follow.cards
-        cell = np.flatnonzero(self.grids.present)
-        if cell.size and cell[-1] < 1 << 31:
-            cell = cell.astype(np.int32)
+        cell = self.cells
         at = cell // width
         port = cell - at * width
         card = at % cards
@@ -209,10 +214,9 @@ class _Block:
         """Does ``refine`` give some entry of the block another VC or use than its card's decision?
         (If not, the block is followed per card; else per entry, from the compacted tables.)"""
         follow = self.follow
-        cell = np.flatnonzero(self.grids.present)
+        cell = self.cells
         if not cell.size:
             return False
-        cell = cell.astype(np.int32) if cell[-1] < 1 << 31 else cell
         at = cell // follow.width
         ingress = (cell - at * follow.width).astype(np.int16)
         row = at // follow.cards
@@ -275,7 +279,7 @@ class _Block:
             if top >= totals.queue_stride:
                 totals._widen(top + 1)
             if not refined:
-                self._fold_loads(totals, load, matrix)
+                self._fold_loads(totals, load, matrix, inbound)
                 return
             assert entries is not None
             at, arrival, first = entries
@@ -287,46 +291,31 @@ class _Block:
             channel = link.astype(dtype) * totals.queue_stride + entry_queue
             totals.channel_load = _running_sum(totals.channel_load, channel, values)
 
-    def _fold_loads(self, totals: Totals, load: np.ndarray, matrix: np.ndarray) -> None:
-        """Link and channel loads, each entry's load added one by one in table order (queues per card).
+    def _fold_loads(self, totals: Totals, load: np.ndarray, matrix: np.ndarray, inbound: np.ndarray) -> None:
+        """Link and channel loads, each entry's load added one by one in table order.
 
-        The entries' loads are laid out per (destination, class) row as ports x cards (0.0 where no
-        entry: adding it changes no sum); a row sends each card's entries on one link, so the loads
-        of a row's cards are added to their links port after port, and the rows one after the other.
+        The entries' loads are laid out on the block's dense (destination, class, card, port) cells
+        (the inner entries' at the far end of the link they come from, the first hops' at the host
+        ports) and read back through the entry marks, in table order. A card's entries all send on
+        its link and channel, so the link and channel of each entry are its card's, repeated.
         """
         assert totals.link_load is not None and totals.channel_load is not None
         follow = self.follow
         width, cards = follow.width, follow.cards
         plane = width * cards
-        values = follow.buffer(self.rows * plane)
+        values = follow.buffer(self.rows * plane)  # only the marked cells are read, all set below
         row_of = np.arange(self.rows, dtype=np.int64)[:, None] * plane
         inner = self.moving
-        target = (row_of + follow.slot_of_link[np.where(inner, self.arrive, 0)])[inner]
-        values[target] = load.reshape(self.rows, cards)[inner]
-        hosts = []
-        for cls, (slot, pes) in enumerate(follow.host_slots):
-            at = row_of[cls :: follow.classes] + slot[None, :]
-            values[at] = matrix[pes, :].T
-            hosts.append(at)
-        grid = values.reshape(self.rows, width, cards)
+        values[(row_of + self.arrive)[inner]] = load.reshape(self.rows, cards)[inner]
+        for cls, (cell, pes) in enumerate(follow.host_cells):
+            values[row_of[cls :: follow.classes] + cell[None, :]] = matrix[pes, :].T
+        entries = values.take(self.cells)
+        counts = inbound.ravel()
         s = totals.queue_stride
         dtype = np.int32 if totals.channel_load.size < 1 << 31 else np.int64
         channel = self.link.astype(dtype) * s + self.queue
-        link_load, channel_load = totals.link_load, totals.channel_load
-        used = np.zeros((self.rows, width), dtype=bool)  # per row, the ports with an entry
-        used[np.nonzero(inner)[0], follow.port_of_link[self.arrive[inner]]] = True
-        for cls, (slot, _) in enumerate(follow.host_slots):
-            used[cls :: follow.classes, np.unique(slot // cards)] = True
-        running = np.empty((2, cards))
-        for row in range(self.rows):
-            links, channels = self.link[row], channel[row]
-            running[0], running[1] = link_load[links], channel_load[channels]
-            for port in np.flatnonzero(used[row]).tolist():
-                running += grid[row, port]  # one addition after the other, in port order
-            link_load[links], channel_load[channels] = running[0], running[1]
-        values[target] = 0.0
-        for at in hosts:
-            values[at] = 0.0
+        np.add.at(totals.link_load, np.repeat(self.link.ravel(), counts), entries)
+        np.add.at(totals.channel_load, np.repeat(channel.ravel(), counts), entries)
 
     def _add_hops(self, totals: Totals) -> None:
         """Hop figures of the block's paths: a source's path has its first card's remaining links.
