@@ -46,8 +46,9 @@ class CardFollow:
         self.width = net.max_port + 1
         self.cards = net.num_cards
         self.classes = spec.num_classes
-        #: per class, a (slots, cards) array of the source PEs of that class on each card, in port order (-1)
-        self.slots: list[np.ndarray] = []
+        #: per class, the cards with source PEs of that class and a (slots, those cards) array of their
+        #: PEs in port order (-1: fewer PEs on that card)
+        self.slots: list[tuple[np.ndarray, np.ndarray]] = []
         #: per class, the number of its source PEs on each card
         self.sources = np.zeros((self.classes, self.cards), dtype=np.int64)
         order = np.lexsort((net.pe_port, net.pe_card))
@@ -59,7 +60,8 @@ class CardFollow:
             slot = np.arange(pes.size) - np.searchsorted(cards, cards)  # rank on its card
             table = np.full((int(per_card.max(initial=0)), self.cards), -1, dtype=np.int64)
             table[slot, cards] = pes
-            self.slots.append(table)
+            having = np.flatnonzero(per_card)
+            self.slots.append((having, table[:, having]))
         link = np.arange(self.cards * self.width, dtype=np.int32)
         #: per link id card * width + port: the port
         self.port_of_link = link % self.width
@@ -170,12 +172,16 @@ class _Block:
         """First hops' weights per cell added in port order (w1 + w2 ...; 0.0 without), from the PEs x
         block weight matrix (a PE's weight to itself is 0 there, so adding it changes nothing)."""
         follow = self.follow
-        heads = np.zeros((self.count, follow.classes, follow.cards))
+        heads = np.zeros((follow.cards, follow.classes, self.count))
         padded = np.concatenate((matrix, np.zeros((1, matrix.shape[1]))))  # row -1: no PE, weight 0.0
-        for cls, slots in enumerate(follow.slots):
-            for pes in slots:
-                heads[:, cls, :] += padded[pes, :].T  # 0.0 + w1 is w1: the first slot adds to zeros
-        return heads.reshape(self.rows, follow.cards)
+        for cls, (cards, slots) in enumerate(follow.slots):
+            if not slots.size:
+                continue
+            total = padded[slots[0]]  # 0.0 + w1 is w1
+            for pes in slots[1:]:
+                total += padded[pes]
+            heads[cards, cls, :] = total
+        return np.ascontiguousarray(heads.transpose(2, 1, 0)).reshape(self.rows, follow.cards)
 
     @cached_property
     def cells(self) -> np.ndarray:
@@ -212,18 +218,25 @@ class _Block:
 
     def _refine_changes(self) -> bool:
         """Does ``refine`` give some entry of the block another VC or use than its card's decision?
-        (If not, the block is followed per card; else per entry, from the compacted tables.)"""
+        (If not, the block is followed per card; else per entry, from the compacted tables.) Only the
+        entries of cards whose decision has one of the spec's ``refine_uses`` are asked."""
         follow = self.follow
-        cell = self.cells
-        if not cell.size:
+        spec = follow.spec
+        cells = self.reached.ravel()
+        if spec.refine_uses is not None:
+            cells = cells & np.isin(self.use.ravel(), spec.refine_uses)
+        at = np.flatnonzero(cells)
+        marks = self.grids.present.reshape(-1, follow.width)[at]
+        where, ingress = np.nonzero(marks)
+        if not where.size:
             return False
-        at = cell // follow.width
-        ingress = (cell - at * follow.width).astype(np.int16)
+        at = at[where]
         row = at // follow.cards
-        card = at - row * follow.cards
+        card = (at - row * follow.cards).astype(np.int32)
         dsts = (row // follow.classes + self.grids.first).astype(np.int32)
         vc, use = self.vc.ravel()[at], self.use.ravel()[at]
-        refined = follow.spec.refine(card, ingress, dsts, self.egress.ravel()[at], vc, use)  # type: ignore[misc]
+        egress = self.egress.ravel()[at]
+        refined = spec.refine(card, ingress.astype(np.int16), dsts, egress, vc, use)  # type: ignore[misc]
         return bool(np.any(refined[0] != vc) or np.any(refined[1] != use))
 
     # -- the figures --------------------------------------------------------------------------------
