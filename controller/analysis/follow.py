@@ -161,7 +161,8 @@ class _Block:
         depth = depth[inner]
         top = int(depth.max())
         key = (top - depth) * width + self.follow.port_of_link[self.arrive.ravel()[inner]]
-        key = key.astype(np.uint16 if (top + 1) * width < 1 << 16 else np.int64)
+        size = (top + 1) * width  # a one-byte key sorts in one radix pass
+        key = key.astype(np.uint8 if size <= 1 << 8 else np.uint16 if size <= 1 << 16 else np.int64)
         rank = np.argsort(key, kind="stable")
         order = inner[rank]
         bounds = np.flatnonzero(np.diff(depth[rank])) + 1
@@ -317,7 +318,8 @@ class _Block:
         width, cards = follow.width, follow.cards
         plane = width * cards
         values = follow.buffer(self.rows * plane)  # only the marked cells are read, all set below
-        row_of = np.arange(self.rows, dtype=np.int64)[:, None] * plane
+        index = np.int32 if self.rows * plane < 1 << 31 else np.int64
+        row_of = np.arange(self.rows, dtype=index)[:, None] * index(plane)
         inner = self.moving
         values[(row_of + self.arrive)[inner]] = load.reshape(self.rows, cards)[inner]
         for cls, (cell, pes) in enumerate(follow.host_cells):
