@@ -101,6 +101,8 @@ class _Block:
         self.link = np.arange(cards, dtype=np.int32)[None, :] * np.int32(width) + egress.astype(np.int32)
         self.kind = net.port_kind.ravel().take(self.link)
         self.moving = self.reached & (self.arrive >= 0)
+        #: every card of every row is reached (a torus: a PE on every card)
+        self.everywhere = bool(self.reached.all())
         rowbase = (np.arange(self.rows, dtype=np.int32) * np.int32(cards))[:, None]
         #: the (destination, class, card) cell each cell's packets go to next
         self.parent = rowbase + self.arrive // np.int32(width)
@@ -128,12 +130,13 @@ class _Block:
         packed[~self.reached] = 0
         pointer = np.append(np.where(self.moving, self.parent, sink).ravel(), np.int32(sink))
         value = np.append(packed.ravel(), np.int32(0))
+        step, after = np.empty_like(value), np.empty_like(pointer)
         for _ in range(math.ceil(math.log2(max(2, size))) + 1):
-            if (pointer == sink).all():
+            if pointer.min() == sink:  # every pointer rests on the sink (the largest index)
                 break
-            value += value[pointer]
-            pointer = pointer[pointer]
-        if (pointer != sink).any():
+            value += np.take(value, pointer, out=step, mode="clip")  # indices are valid: no checked copy
+            pointer, after = np.take(pointer, pointer, out=after, mode="clip"), pointer
+        if pointer.min() != sink:
             grids = self.grids
             AllPairs(grids.tables(), grids.first, grids.last)  # raises RoutingLoopError with a pair
             raise AssertionError("a loop in the grids that the block's tables do not show")
@@ -261,10 +264,10 @@ class _Block:
             codes = kind.astype(np.int32) * 256 + tables.vc
             totals.vc_use += np.bincount(codes, minlength=totals.vc_use.size)
         else:
-            reached = self.reached
+            reached = slice(None) if self.everywhere else self.reached  # every cell: no copies
             queue = self.queue[reached]
             codes = self.kind[reached].astype(np.int32) * 256 + self.vc[reached]
-            used = np.bincount(codes, weights=inbound[reached], minlength=totals.vc_use.size)
+            used = np.bincount(codes.ravel(), weights=inbound[reached].ravel(), minlength=totals.vc_use.size)
             totals.vc_use += np.rint(used).astype(np.int64)
         top = int(queue.max(initial=-1))
         totals.max_queue = max(totals.max_queue, top)
