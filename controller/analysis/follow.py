@@ -12,11 +12,14 @@ so that every figure is the one ``AllPairs`` + ``Totals.add`` give bit for bit:
 * an entry's load is its path's weight (first hop) or the load of the card it
   comes from, and a card's load is its first hops' weights added in port order,
   then its inner entries' loads in port order (``AllPairs.loads``'s order);
-* link and channel loads add the entries' loads one by one in table order.
+* link and channel loads add the entries' loads one by one in table order
+  (``np.add.at`` adds in the order given, as one running sum would).
 
 A ``refine`` step (ingress-dependent VC and use: DESTRO's descending crossings)
-makes VCs, queues and uses per entry: those are then read from the compacted
-block, the very entries the installer writes.
+makes VCs, queues and uses per entry. It is asked about the entries of the
+cards whose decision has one of the spec's ``refine_uses``; if it changes one,
+the block's VCs, queues and uses are read from the compacted block, the very
+entries the installer writes.
 """
 
 from __future__ import annotations
