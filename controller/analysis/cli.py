@@ -174,6 +174,7 @@ def run_analysis(
     """The report of `spec`'s tables, built block by block (paths streamed to `paths_out`), with a
     progress bar on a terminal; refuses first, in one line, a network whose analysis would not fit.
     ``workers=None`` chooses (``default_workers``)."""
+    from controller.analysis.heap import keep_freed_memory
     from controller.analysis.memory import check_memory
     from controller.analysis.progress import Progress
     from controller.analysis.report import build_report, write_paths
@@ -184,6 +185,7 @@ def run_analysis(
     elif workers is None:
         workers = default_workers(spec, traffic)
     check_memory(spec, traffic, workers)
+    keep_freed_memory()
     out = open(paths_out, "w", encoding="utf-8") if paths_out else None  # noqa: SIM115
     progress = Progress(blocks_of(spec, workers, follow=out is None))
     done = 0

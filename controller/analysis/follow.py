@@ -12,11 +12,14 @@ so that every figure is the one ``AllPairs`` + ``Totals.add`` give bit for bit:
 * an entry's load is its path's weight (first hop) or the load of the card it
   comes from, and a card's load is its first hops' weights added in port order,
   then its inner entries' loads in port order (``AllPairs.loads``'s order);
-* link and channel loads add the entries' loads one by one in table order.
+* link and channel loads add the entries' loads one by one in table order
+  (``np.add.at`` adds in the order given, as one running sum would).
 
 A ``refine`` step (ingress-dependent VC and use: DESTRO's descending crossings)
-makes VCs, queues and uses per entry: those are then read from the compacted
-block, the very entries the installer writes.
+makes VCs, queues and uses per entry. It is asked about the entries of the
+cards whose decision has one of the spec's ``refine_uses``; if it changes one,
+the block's VCs, queues and uses are read from the compacted block, the very
+entries the installer writes.
 """
 
 from __future__ import annotations
@@ -46,8 +49,9 @@ class CardFollow:
         self.width = net.max_port + 1
         self.cards = net.num_cards
         self.classes = spec.num_classes
-        #: per class, a (slots, cards) array of the source PEs of that class on each card, in port order (-1)
-        self.slots: list[np.ndarray] = []
+        #: per class, the cards with source PEs of that class and a (slots, those cards) array of their
+        #: PEs in port order (-1: fewer PEs on that card)
+        self.slots: list[tuple[np.ndarray, np.ndarray]] = []
         #: per class, the number of its source PEs on each card
         self.sources = np.zeros((self.classes, self.cards), dtype=np.int64)
         order = np.lexsort((net.pe_port, net.pe_card))
@@ -59,16 +63,16 @@ class CardFollow:
             slot = np.arange(pes.size) - np.searchsorted(cards, cards)  # rank on its card
             table = np.full((int(per_card.max(initial=0)), self.cards), -1, dtype=np.int64)
             table[slot, cards] = pes
-            self.slots.append(table)
+            having = np.flatnonzero(per_card)
+            self.slots.append((having, table[:, having]))
         link = np.arange(self.cards * self.width, dtype=np.int32)
-        #: per link id card * width + port: the port, and port * cards + card (a slot of the load grid)
+        #: per link id card * width + port: the port
         self.port_of_link = link % self.width
-        self.slot_of_link = self.port_of_link * np.int32(self.cards) + link // self.width
-        #: per class, (port * cards + card, PE) of its source PEs
-        self.host_slots = []
+        #: per class, (card * width + port, PE) of its source PEs: their host ports' cells in a row
+        self.host_cells = []
         for cls in range(self.classes):
             pes = np.flatnonzero(spec.source_class == cls)
-            self.host_slots.append((net.pe_port[pes] * self.cards + net.pe_card[pes], pes))
+            self.host_cells.append((net.pe_card[pes].astype(np.int64) * self.width + net.pe_port[pes], pes))
         #: the ports some card has, in order
         self.ports = np.flatnonzero((net.port_kind != 0).any(axis=0))
         self._buffer = np.zeros(0)
@@ -100,6 +104,8 @@ class _Block:
         self.link = np.arange(cards, dtype=np.int32)[None, :] * np.int32(width) + egress.astype(np.int32)
         self.kind = net.port_kind.ravel().take(self.link)
         self.moving = self.reached & (self.arrive >= 0)
+        #: every card of every row is reached (a torus: a PE on every card)
+        self.everywhere = bool(self.reached.all())
         rowbase = (np.arange(self.rows, dtype=np.int32) * np.int32(cards))[:, None]
         #: the (destination, class, card) cell each cell's packets go to next
         self.parent = rowbase + self.arrive // np.int32(width)
@@ -127,12 +133,13 @@ class _Block:
         packed[~self.reached] = 0
         pointer = np.append(np.where(self.moving, self.parent, sink).ravel(), np.int32(sink))
         value = np.append(packed.ravel(), np.int32(0))
+        step, after = np.empty_like(value), np.empty_like(pointer)
         for _ in range(math.ceil(math.log2(max(2, size))) + 1):
-            if (pointer == sink).all():
+            if pointer.min() == sink:  # every pointer rests on the sink (the largest index)
                 break
-            value += value[pointer]
-            pointer = pointer[pointer]
-        if (pointer != sink).any():
+            value += np.take(value, pointer, out=step, mode="clip")  # indices are valid: no checked copy
+            pointer, after = np.take(pointer, pointer, out=after, mode="clip"), pointer
+        if pointer.min() != sink:
             grids = self.grids
             AllPairs(grids.tables(), grids.first, grids.last)  # raises RoutingLoopError with a pair
             raise AssertionError("a loop in the grids that the block's tables do not show")
@@ -143,47 +150,58 @@ class _Block:
         """Load through each cell when its first hops carry `heads` (added in port order): the cell's
         first hops, then the cells that send to it, in the order of the ports they arrive on."""
         load = heads.ravel()
-        for cells, parents in self._groups:
-            load[parents] += load[cells]  # a card's children differ in port: no parent twice in a group
+        for cells, parents in self._levels:
+            np.add.at(load, parents, load[cells])  # one after the other: a card's children in port order
         return load
 
     @cached_property
-    def _groups(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The cells that send to another card, with those cards' cells, grouped by remaining links
-        (deepest first) and then by the port they arrive on: the order AllPairs.loads adds them in."""
+    def _levels(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The cells that send to another card, with those cards' cells, by remaining links (deepest
+        first; a card's children all have one link more than it) and within a level by the port they
+        arrive on: the order AllPairs.loads adds them in."""
         width = self.follow.width
         depth = (self.rest_external + self.rest_internal).ravel()
         inner = np.flatnonzero(self.moving.ravel())
         if not inner.size:
             return []
-        top = int(depth[inner].max())
-        key = (top - depth[inner]) * width + self.follow.port_of_link[self.arrive.ravel()[inner]]
-        key = key.astype(np.uint16 if (top + 1) * width < 1 << 16 else np.int64)
+        depth = depth[inner]
+        top = int(depth.max())
+        key = (top - depth) * width + self.follow.port_of_link[self.arrive.ravel()[inner]]
+        size = (top + 1) * width  # a one-byte key sorts in one radix pass
+        key = key.astype(np.uint8 if size <= 1 << 8 else np.uint16 if size <= 1 << 16 else np.int64)
         rank = np.argsort(key, kind="stable")
         order = inner[rank]
-        bounds = np.flatnonzero(np.diff(key[rank])) + 1
-        parent = self.parent.ravel()
-        return [(cells, parent[cells]) for cells in np.split(order, bounds)]
+        bounds = np.flatnonzero(np.diff(depth[rank])) + 1
+        parent = self.parent.ravel()[order]
+        return list(zip(np.split(order, bounds), np.split(parent, bounds), strict=True))
 
     def _head_weights(self, matrix: np.ndarray) -> np.ndarray:
-        """First hops' weights per cell added in port order (0.0 + w1 + w2 ...), from the PEs x block
-        weight matrix (a PE's weight to itself is 0 there, so adding it changes nothing)."""
+        """First hops' weights per cell added in port order (w1 + w2 ...; 0.0 without), from the PEs x
+        block weight matrix (a PE's weight to itself is 0 there, so adding it changes nothing)."""
         follow = self.follow
-        heads = np.zeros((self.count, follow.classes, follow.cards))
-        for cls, slots in enumerate(follow.slots):
-            for pes in slots:
-                has = np.flatnonzero(pes >= 0)
-                heads[:, cls, has] += matrix[pes[has], :].T
-        return heads.reshape(self.rows, follow.cards)
+        heads = np.zeros((follow.cards, follow.classes, self.count))
+        padded = np.concatenate((matrix, np.zeros((1, matrix.shape[1]))))  # row -1: no PE, weight 0.0
+        for cls, (cards, slots) in enumerate(follow.slots):
+            if not slots.size:
+                continue
+            total = padded[slots[0]]  # 0.0 + w1 is w1
+            for pes in slots[1:]:
+                total += padded[pes]
+            heads[cards, cls, :] = total
+        return np.ascontiguousarray(heads.transpose(2, 1, 0)).reshape(self.rows, follow.cards)
+
+    @cached_property
+    def cells(self) -> np.ndarray:
+        """The entries' dense (destination, class, card, port) cells, in table order."""
+        cell = np.flatnonzero(self.grids.present)
+        return cell.astype(np.int32) if cell.size and cell[-1] < 1 << 31 else cell
 
     # -- per entry (table order) --------------------------------------------------------------------
 
     def _entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(cell of each entry's card, link id card * width + ingress port, is a first hop), table order."""
         width, cards = self.follow.width, self.follow.cards
-        cell = np.flatnonzero(self.grids.present)
-        if cell.size and cell[-1] < 1 << 31:
-            cell = cell.astype(np.int32)
+        cell = self.cells
         at = cell // width
         port = cell - at * width
         card = at % cards
@@ -207,19 +225,25 @@ class _Block:
 
     def _refine_changes(self) -> bool:
         """Does ``refine`` give some entry of the block another VC or use than its card's decision?
-        (If not, the block is followed per card; else per entry, from the compacted tables.)"""
+        (If not, the block is followed per card; else per entry, from the compacted tables.) Only the
+        entries of cards whose decision has one of the spec's ``refine_uses`` are asked."""
         follow = self.follow
-        cell = np.flatnonzero(self.grids.present)
-        if not cell.size:
+        spec = follow.spec
+        cells = self.reached.ravel()
+        if spec.refine_uses is not None:
+            cells = cells & np.isin(self.use.ravel(), spec.refine_uses)
+        at = np.flatnonzero(cells)
+        marks = self.grids.present.reshape(-1, follow.width)[at]
+        where, ingress = np.nonzero(marks)
+        if not where.size:
             return False
-        cell = cell.astype(np.int32) if cell[-1] < 1 << 31 else cell
-        at = cell // follow.width
-        ingress = (cell - at * follow.width).astype(np.int16)
+        at = at[where]
         row = at // follow.cards
-        card = at - row * follow.cards
+        card = (at - row * follow.cards).astype(np.int32)
         dsts = (row // follow.classes + self.grids.first).astype(np.int32)
         vc, use = self.vc.ravel()[at], self.use.ravel()[at]
-        refined = follow.spec.refine(card, ingress, dsts, self.egress.ravel()[at], vc, use)  # type: ignore[misc]
+        egress = self.egress.ravel()[at]
+        refined = spec.refine(card, ingress.astype(np.int16), dsts, egress, vc, use)  # type: ignore[misc]
         return bool(np.any(refined[0] != vc) or np.any(refined[1] != use))
 
     # -- the figures --------------------------------------------------------------------------------
@@ -243,10 +267,10 @@ class _Block:
             codes = kind.astype(np.int32) * 256 + tables.vc
             totals.vc_use += np.bincount(codes, minlength=totals.vc_use.size)
         else:
-            reached = self.reached
+            reached = slice(None) if self.everywhere else self.reached  # every cell: no copies
             queue = self.queue[reached]
             codes = self.kind[reached].astype(np.int32) * 256 + self.vc[reached]
-            used = np.bincount(codes, weights=inbound[reached], minlength=totals.vc_use.size)
+            used = np.bincount(codes.ravel(), weights=inbound[reached].ravel(), minlength=totals.vc_use.size)
             totals.vc_use += np.rint(used).astype(np.int64)
         top = int(queue.max(initial=-1))
         totals.max_queue = max(totals.max_queue, top)
@@ -275,7 +299,7 @@ class _Block:
             if top >= totals.queue_stride:
                 totals._widen(top + 1)
             if not refined:
-                self._fold_loads(totals, load, matrix)
+                self._fold_loads(totals, load, matrix, inbound)
                 return
             assert entries is not None
             at, arrival, first = entries
@@ -287,46 +311,32 @@ class _Block:
             channel = link.astype(dtype) * totals.queue_stride + entry_queue
             totals.channel_load = _running_sum(totals.channel_load, channel, values)
 
-    def _fold_loads(self, totals: Totals, load: np.ndarray, matrix: np.ndarray) -> None:
-        """Link and channel loads, each entry's load added one by one in table order (queues per card).
+    def _fold_loads(self, totals: Totals, load: np.ndarray, matrix: np.ndarray, inbound: np.ndarray) -> None:
+        """Link and channel loads, each entry's load added one by one in table order.
 
-        The entries' loads are laid out per (destination, class) row as ports x cards (0.0 where no
-        entry: adding it changes no sum); a row sends each card's entries on one link, so the loads
-        of a row's cards are added to their links port after port, and the rows one after the other.
+        The entries' loads are laid out on the block's dense (destination, class, card, port) cells
+        (the inner entries' at the far end of the link they come from, the first hops' at the host
+        ports) and read back through the entry marks, in table order. A card's entries all send on
+        its link and channel, so the link and channel of each entry are its card's, repeated.
         """
         assert totals.link_load is not None and totals.channel_load is not None
         follow = self.follow
         width, cards = follow.width, follow.cards
         plane = width * cards
-        values = follow.buffer(self.rows * plane)
-        row_of = np.arange(self.rows, dtype=np.int64)[:, None] * plane
+        values = follow.buffer(self.rows * plane)  # only the marked cells are read, all set below
+        index = np.int32 if self.rows * plane < 1 << 31 else np.int64
+        row_of = np.arange(self.rows, dtype=index)[:, None] * index(plane)
         inner = self.moving
-        target = (row_of + follow.slot_of_link[np.where(inner, self.arrive, 0)])[inner]
-        values[target] = load.reshape(self.rows, cards)[inner]
-        hosts = []
-        for cls, (slot, pes) in enumerate(follow.host_slots):
-            at = row_of[cls :: follow.classes] + slot[None, :]
-            values[at] = matrix[pes, :].T
-            hosts.append(at)
-        grid = values.reshape(self.rows, width, cards)
+        values[(row_of + self.arrive)[inner]] = load.reshape(self.rows, cards)[inner]
+        for cls, (cell, pes) in enumerate(follow.host_cells):
+            values[row_of[cls :: follow.classes] + cell[None, :]] = matrix[pes, :].T
+        entries = values.take(self.cells)
+        counts = inbound.ravel()
         s = totals.queue_stride
         dtype = np.int32 if totals.channel_load.size < 1 << 31 else np.int64
         channel = self.link.astype(dtype) * s + self.queue
-        link_load, channel_load = totals.link_load, totals.channel_load
-        used = np.zeros((self.rows, width), dtype=bool)  # per row, the ports with an entry
-        used[np.nonzero(inner)[0], follow.port_of_link[self.arrive[inner]]] = True
-        for cls, (slot, _) in enumerate(follow.host_slots):
-            used[cls :: follow.classes, np.unique(slot // cards)] = True
-        running = np.empty((2, cards))
-        for row in range(self.rows):
-            links, channels = self.link[row], channel[row]
-            running[0], running[1] = link_load[links], channel_load[channels]
-            for port in np.flatnonzero(used[row]).tolist():
-                running += grid[row, port]  # one addition after the other, in port order
-            link_load[links], channel_load[channels] = running[0], running[1]
-        values[target] = 0.0
-        for at in hosts:
-            values[at] = 0.0
+        np.add.at(totals.link_load, np.repeat(self.link.ravel(), counts), entries)
+        np.add.at(totals.channel_load, np.repeat(channel.ravel(), counts), entries)
 
     def _add_hops(self, totals: Totals) -> None:
         """Hop figures of the block's paths: a source's path has its first card's remaining links.

@@ -80,6 +80,8 @@ class TableSpec:
     vc_names: dict[str, dict[int, str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     refine: Refine | None = None
+    #: the uses (USE_CODE) of the card decisions whose entries ``refine`` may change (None: any)
+    refine_uses: tuple[int, ...] | None = None
 
     def default_block(self, cells: int = CELLS_PER_CHUNK) -> int:
         """Destinations per block: about `cells` (card, destination) cells."""
@@ -198,6 +200,7 @@ def table_spec(
     vc_names: dict[str, dict[int, str]] | None = None,
     notes: list[str] | None = None,
     refine: Refine | None = None,
+    refine_uses: tuple[int, ...] | None = None,
 ) -> TableSpec:
     """The TableSpec of an algorithm's rule (source_class defaults to class 0 for every PE)."""
     if source_class is None:
@@ -212,6 +215,7 @@ def table_spec(
         vc_names or {},
         list(notes or []),
         refine,
+        refine_uses,
     )
 
 

@@ -133,7 +133,13 @@ def destro_spec(network: CardNetwork) -> TableSpec:
         }
         notes.append(f"crossings use internal link int(h_s mod r), r = {view.r}")
     return table_spec(
-        "destro", network, decide, vc_names=vc_names, notes=notes, refine=refine if view.r else None
+        "destro",
+        network,
+        decide,
+        vc_names=vc_names,
+        notes=notes,
+        refine=refine if view.r else None,
+        refine_uses=(USE_CODE["turn"],),
     )
 
 

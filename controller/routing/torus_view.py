@@ -145,12 +145,10 @@ def port_of_move(
     view: TorusView, cards: np.ndarray, dim: np.ndarray, direction: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(card port number, side of the card holding the port) of d_dim^direction; (0, -1) where dim is -1."""
-    shape = np.broadcast_shapes(np.shape(cards), np.shape(dim))
-    column = 2 * dim + (direction < 0)  # d_i+ is column 2i of view.port, d_i- column 2i + 1
-    port = np.zeros(shape, dtype=np.int16)
-    holder = np.full(shape, -1, dtype=np.int8)
-    for j in range(2 * view.n):
-        here = column == j
-        port = np.where(here, view.port[cards, j].astype(np.int16), port)
-        holder = np.where(here, np.int8(view.card_of_port[j // 2, j % 2]), holder)
-    return port, holder
+    moves = 2 * view.n  # d_i+ is column 2i of view.port, d_i- column 2i + 1; column 2n: no move
+    ports = np.zeros((view.port.shape[0], moves + 1), dtype=np.int16)
+    ports[:, :moves] = view.port
+    holders = np.append(view.card_of_port.ravel(), -1).astype(np.int8)
+    column = np.where(dim < 0, np.int8(moves), np.int8(2) * dim + (direction < 0)).astype(np.int32)
+    at = np.asarray(cards, dtype=np.int32) * np.int32(moves + 1) + column
+    return ports.ravel().take(at), holders.take(column)

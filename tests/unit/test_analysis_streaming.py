@@ -174,3 +174,20 @@ def test_blocks_of_the_spec_are_the_installed_tables(case) -> None:
         assert np.array_equal(joined, getattr(whole, column)), column
     for first, last, block in blocks:
         assert np.all((block.dst_pe >= first) & (block.dst_pe < last))
+
+
+@pytest.mark.parametrize("config", ["unpaired", None])
+def test_refine_changes_only_the_entries_of_its_declared_uses(config) -> None:
+    """The follow asks ``refine`` only about the entries of cards deciding one of ``refine_uses``: the
+    tables with and without refine differ nowhere else."""
+    import dataclasses
+
+    import numpy as np
+
+    topology = twin_fattree(4, 3, config=config) if config else twin_fattree(4, 3)
+    spec = routing_spec(topology, "destro")
+    assert spec.refine is not None and spec.refine_uses is not None
+    refined, plain = spec.build(), dataclasses.replace(spec, refine=None).build()
+    changed = (refined.vc != plain.vc) | (refined.use != plain.use)
+    assert np.isin(plain.use[changed], spec.refine_uses).all()
+    assert changed.any() == (config == "unpaired")  # the unpaired configuration has descending crossings
