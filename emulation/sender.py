@@ -13,19 +13,22 @@ descriptors are duplicated into it), sends on the data sockets and never reads
 them: the parent's receiver still receives every probe. In lossless runs the
 child also owns the hosts' PFC sockets for the duration, so that a pause reaches
 the sender without crossing processes, and hands its pause accounting back with
-the send record. Progress and the request to stop early go through two shared
-integers; Ctrl-C reaches both processes (one process group): the child stops and
+the send record. Progress and the request to stop early go through two pipes of
+messages; Ctrl-C reaches both processes (one process group): the child stops and
 reports what it sent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing
 import signal
 import socket
+import sys
 import time
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
@@ -52,27 +55,28 @@ def inject_in_child(
     from emulation.traffic import TrafficError
 
     context = multiprocessing.get_context("spawn")
-    sent = context.RawValue("q", 0)
-    stop = context.RawValue("b", 0)
-    began = context.RawValue("d", 0.0)  # when the child began to send (time.monotonic: one clock for both)
-    receive_end, send_end = context.Pipe(duplex=False)
+    receive_end, send_end = context.Pipe(duplex=False)  # the child's messages: began, sent, done
+    stop_end, stop_sender = context.Pipe(duplex=False)  # a message here asks the child to stop
     child = context.Process(
         target=_child_main,
         args=(engine.sockets, engine.control_sockets, engine.pauses, schedule, size, tick_every)
-        + (sent, stop, began, send_end),
+        + (stop_end, send_end),
         name="twinnet-sender",
         daemon=True,
     )
     with engine.control_handed_over():
-        child.start()
+        with _main_module_hidden():
+            child.start()
         send_end.close()
+        stop_end.close()
         try:
-            outcome = _follow(child, receive_end, sent, stop, began, tick, tick_every)
+            outcome = _follow(child, receive_end, stop_sender, tick, tick_every)
         except KeyboardInterrupt:
-            stop.value = 1
+            _ask_to_stop(stop_sender)
             outcome = _collect(child, receive_end, STOP_GRACE_S)
         finally:
             receive_end.close()
+            stop_sender.close()
             child.join(timeout=STOP_GRACE_S)
             if child.is_alive():
                 child.kill()
@@ -89,12 +93,22 @@ def inject_in_child(
     return record
 
 
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Start a spawned child without the main script: it needs nothing from it, and spawn would import
+    it again first (a script that imports the whole emulation took 10 s to start the sender)."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 def _follow(
     child: Any,
-    results: Connection,
-    sent: Any,
-    stop: Any,
-    began: Any,
+    messages: Connection,
+    stop: Connection,
     tick: Callable[[int, float], bool] | None,
     tick_every: float,
 ) -> Any:
@@ -102,35 +116,60 @@ def _follow(
 
     Elapsed time counts from the child's first send (0 while it starts), as in-process sending counts it.
     """
+    sent, began = 0, 0.0
+    next_tick = time.monotonic() + tick_every
     while True:
-        if results.poll(tick_every):
-            return _receive(results)
+        if messages.poll(max(0.0, next_tick - time.monotonic())):
+            message = _receive(messages)
+            if message is None:  # the child is gone without a word
+                return None
+            kind, value = message
+            if kind == "done":
+                return value
+            if kind == "began":
+                began = value
+            else:
+                sent = value
+            continue
         if not child.is_alive():
-            return _collect(child, results, 1.0)
-        elapsed = time.monotonic() - began.value if began.value else 0.0
-        if tick is not None and not tick(sent.value, elapsed):
-            stop.value = 1
-            return _collect(child, results, STOP_GRACE_S)
+            return _collect(child, messages, 1.0)
+        next_tick = time.monotonic() + tick_every
+        elapsed = time.monotonic() - began if began else 0.0
+        if tick is not None and not tick(sent, elapsed):
+            _ask_to_stop(stop)
+            return _collect(child, messages, STOP_GRACE_S)
 
 
-def _collect(child: Any, results: Connection, wait_s: float) -> Any:
+def _ask_to_stop(stop: Connection) -> None:
+    try:
+        stop.send(True)
+    except OSError:  # the child is gone already
+        pass
+
+
+def _collect(child: Any, messages: Connection, wait_s: float) -> Any:
     """The child's outcome if it comes within ``wait_s`` s, else None."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         try:
-            if results.poll(0.05):
-                return _receive(results)
+            if not messages.poll(0.05):
+                if not child.is_alive() and not messages.poll(0):
+                    return None
+                continue
+            message = _receive(messages)
         except KeyboardInterrupt:
             continue  # a second Ctrl-C: keep waiting for what was sent
-        if not child.is_alive() and not results.poll(0):
+        if message is None:
             return None
+        if message[0] == "done":
+            return message[1]
     return None
 
 
-def _receive(results: Connection) -> Any:
+def _receive(messages: Connection) -> Any:
     try:
-        return results.recv()
-    except EOFError:
+        return messages.recv()
+    except (EOFError, OSError):
         return None
 
 
@@ -141,12 +180,10 @@ def _child_main(
     schedule: Schedule,
     size: int,
     tick_every: float,
-    sent: Any,
-    stop: Any,
-    began: Any,
-    results: Connection,
+    stop: Connection,
+    messages: Connection,
 ) -> None:
-    """The sender process: send the schedule, report the record (or the error) through ``results``."""
+    """The sender process: send the schedule; tell the parent when it began, what it sent, the outcome."""
     ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))  # never outlive the run process
     from emulation.traffic import TrafficEngine
 
@@ -155,15 +192,15 @@ def _child_main(
     engine.control_sockets = control_sockets
 
     def tick(done: int, elapsed: float) -> bool:
-        sent.value = done
-        return not stop.value
+        messages.send(("sent", done))
+        return not stop.poll()
 
     try:
         with engine.receiving_control():
-            began.value = time.monotonic()
+            messages.send(("began", time.monotonic()))
             record = engine.send_schedule(schedule, size, tick=tick, tick_every=tick_every)
-        results.send((record, None if pauses is None else dict(pauses.__dict__)))
+        messages.send(("done", (record, None if pauses is None else dict(pauses.__dict__))))
     except BaseException as error:  # reported to the parent, which raises it as a TrafficError
-        results.send(error)
+        messages.send(("done", error))
     finally:
-        results.close()
+        messages.close()

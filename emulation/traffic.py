@@ -412,8 +412,7 @@ class TrafficEngine:
         except BaseException:
             self.close()
             raise
-        self._thread = threading.Thread(target=self._receive_loop, name="twinnet-receiver", daemon=True)
-        self._thread.start()
+        self._start_receiver()
         self.opened = True
         return self
 
@@ -442,14 +441,23 @@ class TrafficEngine:
 
     # -- receiving --
 
+    def _start_receiver(self, data: bool = True) -> None:
+        """The receiver thread, its sockets registered first (so that none is registered after
+        ``control_handed_over`` has taken the PFC sockets away)."""
+        sockets = [*self.sockets.values()] if data else []
+        for sock in [*sockets, *self.control_sockets.values()]:
+            self._poller.register(sock.fileno(), select.EPOLLIN)
+        self._poller.register(self._wake_r, select.EPOLLIN)
+        self._thread = threading.Thread(
+            target=self._receive_loop, kwargs={"data": data}, name="twinnet-receiver", daemon=True
+        )
+        self._thread.start()
+
     def _receive_loop(self, data: bool = True) -> None:
-        """Receive probes (``data``) and PFC frames on every host until closed."""
+        """Receive probes (``data``) and PFC frames on every host until closed (sockets registered)."""
         poller = self._poller
         by_fd = {sock.fileno(): (pe, sock) for pe, sock in self.sockets.items()} if data else {}
         control = {sock.fileno(): (pe, sock) for pe, sock in self.control_sockets.items()}
-        for fd in [*by_fd, *control]:
-            poller.register(fd, select.EPOLLIN)
-        poller.register(self._wake_r, select.EPOLLIN)
         ancillary = socket.CMSG_SPACE(16)
         try:
             while not self._stop.is_set():
@@ -494,8 +502,7 @@ class TrafficEngine:
     @contextlib.contextmanager
     def receiving_control(self) -> Iterator[None]:
         """A receiver thread for the PFC sockets only (the sender process; the probes are the parent's)."""
-        self._thread = threading.Thread(target=self._receive_loop, kwargs={"data": False}, daemon=True)
-        self._thread.start()
+        self._start_receiver(data=False)
         try:
             yield
         finally:

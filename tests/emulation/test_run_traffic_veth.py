@@ -143,7 +143,7 @@ def test_the_sender_process_obeys_pauses_and_hands_back_their_accounting(hosts) 
             received = engine.take_received()
     finally:
         peer.close()
-    assert sent_frames == ["pause", "resume"]
+    assert sent_frames == ["pause", "resume"], (record, pauses.summary(time.monotonic()))
     assert record.sent == 200 and record.held_probes > 50 and record.never_released == 0
     assert len(received) == 200
     summary = pauses.summary(time.monotonic())
