@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import multiprocessing
+import pickle
 import signal
 import socket
 import sys
@@ -30,7 +31,7 @@ import time
 import types
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from emulation.traffic import HostPauses, Schedule, SendRecord, TrafficEngine
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 #: Seconds the parent waits for the child's record after the child was told to stop.
 STOP_GRACE_S = 10.0
 PR_SET_PDEATHSIG = 1
+CLONE_NEWNET = 0x40000000
 
 
 def inject_in_child(
@@ -59,8 +61,9 @@ def inject_in_child(
     stop_end, stop_sender = context.Pipe(duplex=False)  # a message here asks the child to stop
     child = context.Process(
         target=_child_main,
-        args=(engine.sockets, engine.control_sockets, engine.pauses, schedule, size, tick_every)
-        + (stop_end, send_end),
+        # pauses and schedule as bytes: unpickled after the child left this network namespace
+        args=(engine.sockets, engine.control_sockets, pickle.dumps((engine.pauses, schedule)))
+        + (size, tick_every, stop_end, send_end),
         name="twinnet-sender",
         daemon=True,
     )
@@ -176,16 +179,24 @@ def _receive(messages: Connection) -> Any:
 def _child_main(
     sockets: dict[int, socket.socket],
     control_sockets: dict[int, socket.socket],
-    pauses: HostPauses | None,
-    schedule: Schedule,
+    work: bytes,
     size: int,
     tick_every: float,
     stop: Connection,
     messages: Connection,
 ) -> None:
-    """The sender process: send the schedule; tell the parent when it began, what it sent, the outcome."""
-    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))  # never outlive the run process
+    """The sender process: send the schedule; tell the parent when it began, what it sent, the outcome.
+
+    It first moves to an empty network namespace of its own: its sockets are the parent's, bound
+    where they were opened, and the packet code it imports (scapy) reads every interface of the
+    namespace it starts in: seconds beside a network of hundreds of cards.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))  # never outlive the run process
+    libc.unshare(CLONE_NEWNET)  # without the privilege it stays where it is: slower to start, no more
     from emulation.traffic import TrafficEngine
+
+    pauses, schedule = cast("tuple[HostPauses | None, Schedule]", pickle.loads(work))
 
     engine = TrafficEngine([], pauses)
     engine.sockets = sockets
