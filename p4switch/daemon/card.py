@@ -16,7 +16,7 @@ from p4.v1 import p4runtime_pb2
 
 from p4switch.daemon.dataplane import DataPlane
 from p4switch.daemon.pfc import PfcSettings
-from p4switch.daemon.ports import Port
+from p4switch.daemon.ports import Port, close_ports
 from p4switch.daemon.program import CompileFunction, LoadedConfig, PipelineSlot, default_compile
 from p4switch.daemon.queues import DEFAULT_QUEUE_DEPTH, MAX_QUEUE_DEPTH, check_rate
 from p4switch.daemon.untrusted import remember
@@ -148,8 +148,7 @@ class Card:
             self.dataplane.set_rate(check_rate(self.options.queue_rate_pps))
 
     def close_ports(self) -> None:
-        for port in self.ports:
-            port.close()
+        close_ports(self.ports)
 
     def handle_control(self, message: dict[str, Any]) -> dict[str, Any]:
         """Answer one side-channel request (``side_channel``); a bad argument is refused, nothing changed."""

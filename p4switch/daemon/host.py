@@ -27,6 +27,7 @@ from p4switch.daemon.addresses import bound_address, remove_socket_files
 from p4switch.daemon.card import Card, SwitchOptions, load_program
 from p4switch.daemon.host_config import CardConfig, check_cards
 from p4switch.daemon.loop import ForwardingLoop
+from p4switch.daemon.ports import close_ports
 from p4switch.daemon.program import CompileFunction, default_compile
 from p4switch.daemon.side_channel import ControlHub, Listener
 from p4switch.p4runtime.dispatch import DispatchingService
@@ -187,6 +188,5 @@ class SwitchHost:
                 self.grpc_server = None
             self.hub.stop()
             self.loop.stop()
-            for card in self.cards.values():
-                card.close_ports()
+            close_ports([port for card in self.cards.values() for port in card.ports])
             self._stopped.set()

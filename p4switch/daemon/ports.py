@@ -21,6 +21,8 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -178,6 +180,21 @@ class Port:
             "interface_rx_frames": interface_rx,
             "unseen_frames": unseen,
         }
+
+
+#: Threads that close a process's ports together (see close_ports).
+CLOSE_THREADS = 64
+
+
+def close_ports(ports: Sequence[Port]) -> None:
+    """Close ports in parallel: each packet socket's close waits for an RCU grace period, so a
+    process of 64 cards (320 ports) or 512 (2,560) spent most of its stop closing one by one."""
+    if len(ports) <= 1:
+        for port in ports:
+            port.close()
+        return
+    with ThreadPoolExecutor(min(CLOSE_THREADS, len(ports)), thread_name_prefix="close-port") as pool:
+        list(pool.map(lambda port: port.close(), ports))
 
 
 def parse_port_spec(spec: str) -> tuple[int, str]:
