@@ -361,19 +361,24 @@ def _destination_entries(spec: TableSpec, view: TorusView, dst: int) -> list[np.
     present = np.zeros((2, network.num_cards, width), dtype=bool)  # [escaped, card, ingress port]
     sources = np.flatnonzero(np.arange(network.num_pes) != dst)
     present[0, network.pe_card[sources], network.pe_port[sources]] = True
+
+    def arrive(layer: int, hop_cards: np.ndarray, hop_ports: np.ndarray) -> np.ndarray:
+        """Mark the (card, ingress port) states the hops lead to in ``layer``; the cards reached."""
+        far_card = network.peer_card[hop_cards, hop_ports]
+        far_port = network.peer_port[hop_cards, hop_ports]
+        inside = far_card >= 0
+        present[layer, far_card[inside], far_port[inside]] = True
+        new = np.zeros(network.num_cards, dtype=bool)
+        new[far_card[inside]] = True
+        return new
+
     # non-escaped states: sources and arrivals over adaptive candidates
     reached = present[0].any(axis=1)
     frontier = reached.copy()
     ports = np.arange(width)
     while frontier.any():
         hops = frontier[:, None] & ((mask[:, None] >> ports[None, :]) & 1).astype(bool)
-        hop_cards, hop_ports = np.nonzero(hops)
-        far_card = network.peer_card[hop_cards, hop_ports]
-        far_port = network.peer_port[hop_cards, hop_ports]
-        inside = far_card >= 0
-        present[0, far_card[inside], far_port[inside]] = True
-        new = np.zeros_like(reached)
-        new[far_card[inside]] = True
+        new = arrive(0, *np.nonzero(hops))
         frontier = new & ~reached
         reached |= new
     # escaped states: arrivals over the escape from any reached state
@@ -381,12 +386,7 @@ def _destination_entries(spec: TableSpec, view: TorusView, dst: int) -> list[np.
     frontier = reached.copy()
     while frontier.any():
         hop_cards = np.flatnonzero(frontier)
-        far_card = network.peer_card[hop_cards, egress[hop_cards]]
-        far_port = network.peer_port[hop_cards, egress[hop_cards]]
-        inside = far_card >= 0
-        present[1, far_card[inside], far_port[inside]] = True
-        new = np.zeros_like(reached)
-        new[far_card[inside]] = True
+        new = arrive(1, hop_cards, egress[hop_cards])
         frontier = new & ~escaped_reached
         escaped_reached |= new
     card, port, escaped = np.nonzero(present.transpose(1, 2, 0))  # sorted by (card, port, escaped)
