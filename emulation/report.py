@@ -378,7 +378,8 @@ def summary_lines(outcome: RunOutcome, files: dict[str, Path] | None = None) -> 
         f"max {_fmt(lat['max'], ' us')}" + _in_packet_times(lat, plan.settings.effective_link_rate()),
         f"  injection   {outcome.injection['probes_sent']} probes at {plan.rate:g} /s per host "
         f"({outcome.injection['offered_pps_total'] or '-'} /s offered), "
-        f"late {outcome.injection['late_probes']}",
+        f"late {outcome.injection['late_probes']} (at most {outcome.injection['max_lateness_s'] * 1000:.1f} "
+        f"ms; sender {outcome.injection['sender']})",
     ]
     if outcome.performance is not None:
         figures = outcome.performance

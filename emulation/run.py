@@ -698,6 +698,7 @@ def _inject_and_drain(
             "late_probes": record.late_probes,
             "late_threshold_s": LATE_THRESHOLD_S,
             "max_lateness_s": round(record.max_late_s, 6),
+            "sender": record.sender,
             "size_bytes": plan.settings.size,
             "link_rate_pps": plan.settings.effective_link_rate(),
             "schedule_duration_s": round(schedule.duration, 3),

@@ -198,6 +198,8 @@ def run_point(network, plan: ConfigPlan, settings: SweepSettings, load: float, s
     point = {
         **metrics,
         "late_sends": outcome.injection["late_probes"],
+        "max_lateness_ms": round(outcome.injection["max_lateness_s"] * 1000, 2),
+        "sender": outcome.injection["sender"],
         "lost": outcome.accounting.lost,
         "queue_drops": sum(outcome.accounting.queue_drops.values()),
         "off_model_path": sum(

@@ -290,6 +290,8 @@ class SendRecord:
     interrupted: bool = False
     held_probes: int = 0
     never_released: int = 0
+    #: where and how the schedule was sent (its process and CPU scheduling), for the report
+    sender: str = "in the run process"
 
     @property
     def sent(self) -> int:

@@ -113,6 +113,7 @@ def test_in_process_sending_delivers_the_same(hosts) -> None:
             engine.wait_for(len(schedule), quiet_s=0.5, limit_s=5)
             arrivals = [decode_arrival(f.pe, f.frame, f.receive_us) for f in engine.take_received()]
         assert record.sent == 100 and not record.errors and record.started_us <= record.finished_us
+        assert record.sender.startswith("own process, SCHED_FIFO" if own_process else "in the run process")
         assert {a.probe_id: a.send_us for a in arrivals} == {
             schedule.probe_id(i): int(record.send_us[i]) for i in range(100)
         }

@@ -146,6 +146,7 @@ def _point(offered, accepted):
         "latency_packet_times": {"mean": 2.0, "p99": 5.0},
         "latency_us": {"mean": 20.0, "p99": 50.0},
         "late_sends": 0,
+        "max_lateness_ms": 1.5,
         "lost": 0,
         "queue_drops": 0,
         "cpu": {"cpu_bound": False},
@@ -297,7 +298,12 @@ def test_run_sweep_measures_every_point_of_every_configuration(monkeypatch, tmp_
         lost = sum(r.arrival is None for r in results)
         return types.SimpleNamespace(
             results=results,
-            injection={"late_probes": 0, "probes_sent": len(results)},
+            injection={
+                "late_probes": 0,
+                "probes_sent": len(results),
+                "max_lateness_s": 0.0015,
+                "sender": "own process, SCHED_FIFO 10",
+            },
             accounting=types.SimpleNamespace(lost=lost, queue_drops={"c0": lost}),
             lossless=None,
             deadlock=None,
