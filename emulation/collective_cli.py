@@ -129,7 +129,8 @@ def main(args: argparse.Namespace) -> int:
         print(
             f"{result['collective']}: completion {result['completion_time_s']:.4f} s = "
             f"{result['completion_time_packet_times']:g} packet times, "
-            f"{result['missing_packets']} packets missing"
+            f"{result['missing_packets']} packets missing, {result['late_sends']} sends late "
+            f"(at most {result['max_lateness_ms']:g} ms)"
         )
     print(f"wrote {path}")
     return 0 if all(result["missing_packets"] == 0 for result in results) else 1

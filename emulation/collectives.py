@@ -107,6 +107,7 @@ def run_collective(
     say = say or (lambda message: None)
     steps = collective_steps(name, len(network.topology.hosts), block)
     step_times, latencies, missing = [], [], 0
+    late_sends, max_late_s, sender = 0, 0.0, ""
     next_id = 1
     pauses = HostPauses(link_rate_pps * NOMINAL_FRAME_BITS, link_rate_pps) if lossless else None
     with TrafficEngine(endpoints_of_network(network), pauses) as engine:
@@ -114,6 +115,8 @@ def run_collective(
             schedule = step_schedule(messages, link_rate_pps, next_id)
             next_id += len(schedule)
             record = engine.inject(schedule, size)
+            late_sends, max_late_s = late_sends + record.late_probes, max(max_late_s, record.max_late_s)
+            sender = record.sender
             engine.wait_for(record.sent, quiet_s=min(2.0, step_limit_s), limit_s=step_limit_s)
             time.sleep(0.05)
             arrivals = [decode_arrival(f.pe, f.frame, f.receive_us) for f in engine.take_received()]
@@ -140,4 +143,8 @@ def run_collective(
         "latency_p99_packet_times": (
             round(float(np.percentile(latency, 99)) / link_time_us, 3) if latency.size else None
         ),
+        # whether the emulator kept the schedule: sends later than emulation.traffic.LATE_THRESHOLD_S
+        "late_sends": late_sends,
+        "max_lateness_ms": round(max_late_s * 1000, 2),
+        "sender": sender,
     }

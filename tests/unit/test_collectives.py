@@ -89,6 +89,8 @@ class _LinkEngine:
 
         factory, started = FrameFactory(size), now_us()
         record = SendRecord(np.zeros(len(schedule), dtype=np.int64), started_us=started)
+        # each step: one send late, by its packets per PE in ms; the result sums them and keeps the worst
+        record.late_probes, record.max_late_s = 1, len(schedule) / 8 / 1000
         for i in range(len(schedule)):
             frame = factory.frame(int(schedule.src[i]), int(schedule.dst[i]))
             send = started + int(schedule.at[i] * 1e6)
@@ -124,3 +126,5 @@ def test_run_collective_times_each_step_by_its_last_packet(monkeypatch):
     assert result["step_times_s"] == pytest.approx(expected, abs=2e-6)
     assert result["completion_time_packet_times"] == pytest.approx(sum(2 * 2**k for k in range(3)), abs=0.1)
     assert result["latency_mean_packet_times"] == pytest.approx(1.0, abs=0.01)
+    assert result["late_sends"] == 3 and result["max_lateness_ms"] == pytest.approx(2 * 2**2)
+    assert result["sender"] == "in the run process"
