@@ -130,7 +130,13 @@ def faithful_outcome(plan, out_dir, lose=(), send_us=None, latency_us=None) -> R
         ),
         crossings=crossings(results, tables, plan.all_pairs),
         timings={"bring_up_s": 1.0, "inject_s": 0.5},
-        injection={"probes_sent": len(sent), "offered_pps_total": 100.0, "late_probes": 0},
+        injection={
+            "probes_sent": len(sent),
+            "offered_pps_total": 100.0,
+            "late_probes": 0,
+            "max_lateness_s": 0.0012,
+            "sender": "own process, SCHED_FIFO 10",
+        },
         dead_cards=[],
         stray_probes=0,
         network_timings={},
@@ -159,6 +165,7 @@ def test_report_files_hold_every_probe(tmp_path) -> None:
         assert files[name].stat().st_size > 10_000
     text = "\n".join(summary_lines(outcome, files))
     assert "lost 2" in text and str(files["json"]) in text
+    assert "late 0 (at most 1.2 ms; sender own process, SCHED_FIFO 10)" in text
 
 
 def test_a_faithful_run_is_ok(fattree, tmp_path) -> None:
