@@ -69,7 +69,7 @@ def main() -> int:
     entries = 0
     for name in names:
         plan = plans[name]
-        seconds, built = cpu(lambda: controller._updates_for(plan, {}, None, CardResult(name)))  # noqa: B023
+        seconds, built = cpu(lambda: controller._updates_for(plan, {}, {}, CardResult(name)))  # noqa: B023
         figures["build"] += seconds
         updates, described = built
         connection = CardConnection(endpoints[0], controller.index)
