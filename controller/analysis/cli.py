@@ -109,6 +109,14 @@ def default_workers(spec: TableSpec, traffic: Traffic | None) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    from controller.analysis.heap import no_cycle_collection
+
+    with no_cycle_collection():
+        return _analyze(args)
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    """`twinnet analyze` with parsed arguments: the report, one path (--pair) or the adaptive report."""
     from controller.analysis.traffic import make_traffic
     from controller.routing import algorithms_for, routing_spec
 
@@ -177,7 +185,7 @@ def run_analysis(
     from controller.analysis.heap import keep_freed_memory
     from controller.analysis.memory import check_memory
     from controller.analysis.progress import Progress
-    from controller.analysis.report import build_report, write_paths
+    from controller.analysis.report import build_report, prepare_report, write_paths
     from controller.analysis.stream import blocks_of, follow, gather, gather_parallel, spec_blocks
 
     if paths_out:
@@ -199,7 +207,12 @@ def run_analysis(
 
     try:
         if workers > 1:
-            totals = gather_parallel(spec, traffic, workers, on_block=on_block)
+            conventions = spec.tables([[]] * 7)
+
+            def meanwhile() -> None:  # the report's parts that need no totals, while the workers run
+                prepare_report(conventions, traffic)
+
+            totals = gather_parallel(spec, traffic, workers, on_block=on_block, meanwhile=meanwhile)
         elif out is not None:  # the paths file needs every path: the blocks' tables walked whole
             totals = gather(spec.tables([[]] * 7), spec_blocks(spec), traffic, on_block=on_block)
         else:

@@ -140,21 +140,26 @@ class AllPairsTraffic(Traffic):
 
     @property
     def num_flows(self) -> int:
-        count = 0
-        for first in range(0, self.num_pes, 256):
-            last = min(self.num_pes, first + 256)
-            count += int(np.count_nonzero(self.pair_weights(first, last, self.num_pes)))
-        return count
+        return self._per_source[1]
 
     def injection(self, num_pes: int) -> np.ndarray:
         """Units each PE injects, summed in flow order (destinations ascending) as the flow arrays are."""
         total = np.zeros(num_pes)
+        total[: self.num_pes] = self._per_source[0]
+        return total
+
+    @cached_property
+    def _per_source(self) -> tuple[np.ndarray, int]:
+        """(units each PE injects, number of flows), from one pass over the weights, 256 sources at a time."""
+        total = np.zeros(self.num_pes)
+        count = 0
         dst = np.arange(self.num_pes, dtype=np.int64)[None, :]
         for first in range(0, self.num_pes, 256):
             src = np.arange(first, min(self.num_pes, first + 256), dtype=np.int64)[:, None]
             rows = np.where(src != dst, self.weight_of(src, dst), 0.0)
+            count += int(np.count_nonzero(rows))
             total[first : first + rows.shape[0]] = np.cumsum(rows, axis=1)[:, -1] if rows.size else 0.0
-        return total
+        return total, count
 
 
 def _permutation(name: str, mapping: np.ndarray) -> Traffic:
