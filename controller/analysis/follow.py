@@ -68,11 +68,13 @@ class CardFollow:
         link = np.arange(self.cards * self.width, dtype=np.int32)
         #: per link id card * width + port: the port
         self.port_of_link = link % self.width
-        #: per class, (card * width + port, PE) of its source PEs: their host ports' cells in a row
+        #: per class, (card * width + port, PE, every PE) of its source PEs: their host ports' cells in
+        #: a row (every PE: the class has all PEs, in order)
         self.host_cells = []
         for cls in range(self.classes):
             pes = np.flatnonzero(spec.source_class == cls)
-            self.host_cells.append((net.pe_card[pes].astype(np.int64) * self.width + net.pe_port[pes], pes))
+            cells = net.pe_card[pes].astype(np.int64) * self.width + net.pe_port[pes]
+            self.host_cells.append((cells, pes, pes.size == net.num_pes))
         #: the ports some card has, in order
         self.ports = np.flatnonzero((net.port_kind != 0).any(axis=0))
         self._buffer = np.zeros(0)
@@ -171,7 +173,8 @@ class _Block:
         key = key.astype(np.uint8 if size <= 1 << 8 else np.uint16 if size <= 1 << 16 else np.int64)
         rank = np.argsort(key, kind="stable")
         order = inner[rank]
-        bounds = np.flatnonzero(np.diff(depth[rank])) + 1
+        sizes = np.bincount(top - depth, minlength=top + 1)
+        bounds = np.cumsum(sizes[sizes > 0])[:-1]  # deepest first, the levels no cell has left out
         parent = self.parent.ravel()[order]
         return list(zip(np.split(order, bounds), np.split(parent, bounds), strict=True))
 
@@ -323,19 +326,19 @@ class _Block:
         follow = self.follow
         width, cards = follow.width, follow.cards
         plane = width * cards
-        values = follow.buffer(self.rows * plane)  # only the marked cells are read, all set below
-        index = np.int32 if self.rows * plane < 1 << 31 else np.int64
-        row_of = np.arange(self.rows, dtype=index)[:, None] * index(plane)
-        inner = self.moving
-        values[(row_of + self.arrive)[inner]] = load.reshape(self.rows, cards)[inner]
-        for cls, (cell, pes) in enumerate(follow.host_cells):
-            values[row_of[cls :: follow.classes] + cell[None, :]] = matrix[pes, :].T
+        values = follow.buffer(self.rows * plane + 1)  # only the marked cells are read, all set below
+        spare = self.rows * plane  # takes the loads of the cards that deliver
+        index = np.int32 if spare < 1 << 31 else np.int64
+        row_of = np.arange(self.rows, dtype=index) * index(plane)
+        values[np.where(self.moving, row_of[:, None] + self.arrive, spare).ravel()] = load
+        for cls, (cell, pes, every) in enumerate(follow.host_cells):
+            weights = matrix if every else matrix[pes, :]  # (PEs, rows of the class), as the cells below
+            values[cell[:, None] + row_of[None, cls :: follow.classes]] = weights
         entries = values.take(self.cells)
         counts = inbound.ravel()
-        s = totals.queue_stride
-        dtype = np.int32 if totals.channel_load.size < 1 << 31 else np.int64
-        channel = self.link.astype(dtype) * s + self.queue
-        np.add.at(totals.link_load, np.repeat(self.link.ravel(), counts), entries)
+        link = self.link.astype(np.intp)  # np.add.at is faster with native indices
+        channel = link * totals.queue_stride + self.queue
+        np.add.at(totals.link_load, np.repeat(link.ravel(), counts), entries)
         np.add.at(totals.channel_load, np.repeat(channel.ravel(), counts), entries)
 
     def _add_hops(self, totals: Totals) -> None:
