@@ -192,7 +192,7 @@ def run_analysis(
         workers = 1  # the paths file lists the paths in table order: one process writes it
     elif workers is None:
         workers = default_workers(spec, traffic)
-    check_memory(spec, traffic, workers)
+    check_memory(spec, traffic, workers, paths=paths_out is not None)
     keep_freed_memory()
     out = open(paths_out, "w", encoding="utf-8") if paths_out else None  # noqa: SIM115
     progress = Progress(blocks_of(spec, workers, follow=out is None))

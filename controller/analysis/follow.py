@@ -35,6 +35,10 @@ from controller.routing.builder import BlockGrids, TableSpec
 from controller.routing.network import EXTERNAL, HOST, INTERNAL
 from controller.routing.table import QUEUE_BY_CLASS_AND_VC
 
+#: per link kind (network.py's codes): the links it adds to a path, packed external << 16 | internal
+PACKED_LINKS = np.zeros(max(EXTERNAL, INTERNAL, HOST) + 1, dtype=np.int32)
+PACKED_LINKS[EXTERNAL], PACKED_LINKS[INTERNAL] = 1 << 16, 1
+
 #: (destination, card) cells per block of the follow: its arrays then stay in the caches
 #: (measured on 3DT 16x16x16: 250k cells ~1.4x faster than 500k, 60k slower again)
 FOLLOW_CELLS = 200_000
@@ -130,11 +134,12 @@ class _Block:
         cards; a pointer that never reaches delivery is a loop (AllPairs of the block then names it)."""
         size = self.rows * self.follow.cards
         sink = size
-        packed = np.where(self.kind == EXTERNAL, np.int32(1 << 16), np.int32(0))
-        packed += self.kind == INTERNAL
-        packed[~self.reached] = 0
-        pointer = np.append(np.where(self.moving, self.parent, sink).ravel(), np.int32(sink))
-        value = np.append(packed.ravel(), np.int32(0))
+        value = np.zeros(size + 1, dtype=np.int32)  # the sink's value stays 0
+        PACKED_LINKS.take(self.kind, out=value[:size].reshape(self.kind.shape))
+        if not self.everywhere:
+            value[:size][~self.reached.ravel()] = 0
+        pointer = np.full(size + 1, sink, dtype=np.int32)
+        np.copyto(pointer[:size].reshape(self.parent.shape), self.parent, where=self.moving)
         step, after = np.empty_like(value), np.empty_like(pointer)
         for _ in range(math.ceil(math.log2(max(2, size))) + 1):
             if pointer.min() == sink:  # every pointer rests on the sink (the largest index)
@@ -367,16 +372,18 @@ class _Block:
         entry from it holds the dependency's second channel."""
         found = totals.dependencies
         reached = self.reached
-        if not reached.any():
+        if not self.everywhere and not reached.any():
             return
-        found._grow(int(self.queue[reached].max()) + 1)
+        found._grow(int((self.queue if self.everywhere else self.queue[reached]).max()) + 1)
         s, width = found.stride, self.follow.width
         dtype = np.int32 if found.edge_flags.size < 1 << 31 else np.int64
-        card_link = reached & (self.kind != HOST)
+        card_link = self.kind != HOST
+        if not self.everywhere:
+            card_link &= reached
         channel = self.link.astype(dtype) * s + self.queue
         found.channel_flags[channel[card_link]] = True
         parent = np.where(card_link, self.parent, 0).ravel()
-        follows = card_link.ravel() & card_link.ravel()[parent]
+        follows = card_link.ravel() & card_link.ravel().take(parent)
         tail = (self.egress.astype(dtype) * s + self.queue).ravel()
         spare = found.edge_flags.size - 1
         found.edge_flags[np.where(follows, channel.ravel() * (width * s) + tail[parent], spare)] = True
