@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from controller.analysis.follow import FOLLOW_CELLS
-from controller.analysis.traffic import AllPairsTraffic, Traffic
+from controller.analysis.traffic import SOURCES_AT_ONCE, AllPairsTraffic, Traffic
 from controller.routing.builder import ANALYSIS_CELLS, TableSpec
 from controller.routing.table import QUEUE_BY_CLASS_AND_VC
 from topologies.errors import TwinnetError
@@ -32,8 +32,6 @@ BYTES_PER_PORT_CELL = 10
 BYTES_PER_FOLLOWED_ENTRY = 32
 #: peak bytes per table entry of a block whose paths are all walked (--paths-out)
 BYTES_PER_WALKED_ENTRY = 160
-#: sources whose weights to every PE are summed at once for the injection (AllPairsTraffic)
-SOURCES_AT_ONCE = 256
 #: queues per port assumed for the deadlock flags when the routing names no VCs
 QUEUES = 8
 

@@ -97,6 +97,10 @@ class Traffic:
         return matrix
 
 
+#: sources whose weights to every PE an AllPairsTraffic sums at once (rows that stay in the caches)
+SOURCES_AT_ONCE = 64
+
+
 class AllPairsTraffic(Traffic):
     """A pattern with a flow for (nearly) every ordered pair, kept as a rule instead of N^2 arrays.
 
@@ -150,12 +154,12 @@ class AllPairsTraffic(Traffic):
 
     @cached_property
     def _per_source(self) -> tuple[np.ndarray, int]:
-        """(units each PE injects, number of flows), from one pass over the weights, 256 sources at a time."""
+        """(units each PE injects, number of flows), in one pass over the weights, a few sources at once."""
         total = np.zeros(self.num_pes)
         count = 0
         dst = np.arange(self.num_pes, dtype=np.int64)[None, :]
-        for first in range(0, self.num_pes, 256):
-            src = np.arange(first, min(self.num_pes, first + 256), dtype=np.int64)[:, None]
+        for first in range(0, self.num_pes, SOURCES_AT_ONCE):
+            src = np.arange(first, min(self.num_pes, first + SOURCES_AT_ONCE), dtype=np.int64)[:, None]
             rows = np.where(src != dst, self.weight_of(src, dst), 0.0)
             count += int(np.count_nonzero(rows))
             total[first : first + rows.shape[0]] = np.cumsum(rows, axis=1)[:, -1] if rows.size else 0.0
