@@ -239,7 +239,7 @@ class _Block:
         spec = follow.spec
         cells = self.reached.ravel()
         if spec.refine_uses is not None:
-            cells = cells & np.isin(self.use.ravel(), spec.refine_uses)
+            cells = cells & _among(self.use.ravel(), spec.refine_uses)
         at = np.flatnonzero(cells)
         marks = self.grids.present.reshape(-1, follow.width)[at]
         where, ingress = np.nonzero(marks)
@@ -293,12 +293,12 @@ class _Block:
                 at, arrival, first = entries
                 ones = np.broadcast_to(1.0, (spec.network.num_pes, self.count))
                 per_entry = self._entry_loads(at, arrival, first, unit, ones)
-                crossing = np.isin(tables.use, CROSSING_USES)
+                crossing = _among(tables.use, CROSSING_USES)
                 totals.crossings_per_card += np.bincount(
                     tables.card_id[crossing], weights=per_entry[crossing], minlength=cards
                 )
             else:
-                crossing = np.isin(self.use, CROSSING_USES) & self.reached
+                crossing = _among(self.use, CROSSING_USES) & self.reached
                 totals.crossings_per_card += np.bincount(
                     np.nonzero(crossing)[1], weights=unit.reshape(self.rows, cards)[crossing], minlength=cards
                 )
@@ -410,6 +410,16 @@ class _Block:
         tail = self.egress.ravel()[at].astype(dtype) * s + queue
         spare = found.edge_flags.size - 1
         found.edge_flags[np.where(follows, channel * (width * s) + tail[after], spare)] = True
+
+
+def _among(codes: np.ndarray, chosen: tuple[int, ...]) -> np.ndarray:
+    """``np.isin(codes, chosen)`` for one-byte codes (uses), read from a table of the 256 values (np.isin
+    sorts: ten times slower)."""
+    if codes.dtype.itemsize != 1:
+        return np.isin(codes, chosen)
+    table = np.zeros(256, dtype=bool)
+    table[np.asarray(chosen, dtype=codes.dtype).view(np.uint8)] = True
+    return table.take(codes.view(np.uint8))
 
 
 def _running_sum(total: np.ndarray, index: np.ndarray, weights: np.ndarray) -> np.ndarray:
