@@ -22,8 +22,8 @@ from topologies.errors import TwinnetError
 
 #: bytes of the interpreter, numpy and the analysis's modules before the network is built
 BASE_BYTES = 40 << 20
-#: bytes of the topology model and the card network per card and per PE
-BYTES_PER_NODE = 2048
+#: bytes of the topology model and the card network per card and per PE (measured ~2,200 on nDTs)
+BYTES_PER_NODE = 3072
 #: peak bytes per (destination, class, card) cell of a followed block: decisions, tree, levels, loads
 BYTES_PER_CELL = 80
 #: peak bytes per (destination, class, card, port) cell of a followed block: entry marks and loads
