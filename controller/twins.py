@@ -23,12 +23,11 @@ No routing is computed here; the routing tables are the only source.
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from controller.collector import collector_paused
 from controller.routing.table import RoutingTables
 from controller.translate import EntrySpec
 from p4src import card
@@ -150,19 +149,6 @@ def base_plans(
         plan.add(EntrySpec(card.HOST_IN, (host.port,), card.FROM_HOST, (host.pe, class_of_source(host.pe))))
         plan.add(EntrySpec(card.HOST_OUT, (host.port,), card.TO_HOST, ()))
     return plans
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic collector off while millions of acyclic objects are made (its full passes would scan
-    every one of them again and again: a third of the time of 8x8x8's 2.1M route entries)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def add_routes(

@@ -109,6 +109,14 @@ def default_workers(spec: TableSpec, traffic: Traffic | None) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    from controller.collector import collector_paused
+
+    with collector_paused():  # the topology model: ~10^5 objects kept to the end
+        return _analyze(args)
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    """`twinnet analyze` with parsed arguments: the report, one path (--pair) or the adaptive report."""
     from controller.analysis.traffic import make_traffic
     from controller.routing import algorithms_for, routing_spec
 
@@ -177,14 +185,14 @@ def run_analysis(
     from controller.analysis.heap import keep_freed_memory
     from controller.analysis.memory import check_memory
     from controller.analysis.progress import Progress
-    from controller.analysis.report import build_report, write_paths
+    from controller.analysis.report import build_report, prepare_report, write_paths
     from controller.analysis.stream import blocks_of, follow, gather, gather_parallel, spec_blocks
 
     if paths_out:
         workers = 1  # the paths file lists the paths in table order: one process writes it
     elif workers is None:
         workers = default_workers(spec, traffic)
-    check_memory(spec, traffic, workers)
+    check_memory(spec, traffic, workers, paths=paths_out is not None)
     keep_freed_memory()
     out = open(paths_out, "w", encoding="utf-8") if paths_out else None  # noqa: SIM115
     progress = Progress(blocks_of(spec, workers, follow=out is None))
@@ -199,7 +207,12 @@ def run_analysis(
 
     try:
         if workers > 1:
-            totals = gather_parallel(spec, traffic, workers, on_block=on_block)
+            conventions = spec.tables([[]] * 7)
+
+            def meanwhile() -> None:  # the report's parts that need no totals, while the workers run
+                prepare_report(conventions, traffic)
+
+            totals = gather_parallel(spec, traffic, workers, on_block=on_block, meanwhile=meanwhile)
         elif out is not None:  # the paths file needs every path: the blocks' tables walked whole
             totals = gather(spec.tables([[]] * 7), spec_blocks(spec), traffic, on_block=on_block)
         else:

@@ -35,6 +35,10 @@ from controller.routing.builder import BlockGrids, TableSpec
 from controller.routing.network import EXTERNAL, HOST, INTERNAL
 from controller.routing.table import QUEUE_BY_CLASS_AND_VC
 
+#: per link kind (network.py's codes): the links it adds to a path, packed external << 16 | internal
+PACKED_LINKS = np.zeros(max(EXTERNAL, INTERNAL, HOST) + 1, dtype=np.int32)
+PACKED_LINKS[EXTERNAL], PACKED_LINKS[INTERNAL] = 1 << 16, 1
+
 #: (destination, card) cells per block of the follow: its arrays then stay in the caches
 #: (measured on 3DT 16x16x16: 250k cells ~1.4x faster than 500k, 60k slower again)
 FOLLOW_CELLS = 200_000
@@ -68,11 +72,13 @@ class CardFollow:
         link = np.arange(self.cards * self.width, dtype=np.int32)
         #: per link id card * width + port: the port
         self.port_of_link = link % self.width
-        #: per class, (card * width + port, PE) of its source PEs: their host ports' cells in a row
+        #: per class, (card * width + port, PE, every PE) of its source PEs: their host ports' cells in
+        #: a row (every PE: the class has all PEs, in order)
         self.host_cells = []
         for cls in range(self.classes):
             pes = np.flatnonzero(spec.source_class == cls)
-            self.host_cells.append((net.pe_card[pes].astype(np.int64) * self.width + net.pe_port[pes], pes))
+            cells = net.pe_card[pes].astype(np.int64) * self.width + net.pe_port[pes]
+            self.host_cells.append((cells, pes, pes.size == net.num_pes))
         #: the ports some card has, in order
         self.ports = np.flatnonzero((net.port_kind != 0).any(axis=0))
         self._buffer = np.zeros(0)
@@ -128,11 +134,12 @@ class _Block:
         cards; a pointer that never reaches delivery is a loop (AllPairs of the block then names it)."""
         size = self.rows * self.follow.cards
         sink = size
-        packed = np.where(self.kind == EXTERNAL, np.int32(1 << 16), np.int32(0))
-        packed += self.kind == INTERNAL
-        packed[~self.reached] = 0
-        pointer = np.append(np.where(self.moving, self.parent, sink).ravel(), np.int32(sink))
-        value = np.append(packed.ravel(), np.int32(0))
+        value = np.zeros(size + 1, dtype=np.int32)  # the sink's value stays 0
+        PACKED_LINKS.take(self.kind, out=value[:size].reshape(self.kind.shape))
+        if not self.everywhere:
+            value[:size][~self.reached.ravel()] = 0
+        pointer = np.full(size + 1, sink, dtype=np.int32)
+        np.copyto(pointer[:size].reshape(self.parent.shape), self.parent, where=self.moving)
         step, after = np.empty_like(value), np.empty_like(pointer)
         for _ in range(math.ceil(math.log2(max(2, size))) + 1):
             if pointer.min() == sink:  # every pointer rests on the sink (the largest index)
@@ -171,7 +178,8 @@ class _Block:
         key = key.astype(np.uint8 if size <= 1 << 8 else np.uint16 if size <= 1 << 16 else np.int64)
         rank = np.argsort(key, kind="stable")
         order = inner[rank]
-        bounds = np.flatnonzero(np.diff(depth[rank])) + 1
+        sizes = np.bincount(top - depth, minlength=top + 1)
+        bounds = np.cumsum(sizes[sizes > 0])[:-1]  # deepest first, the levels no cell has left out
         parent = self.parent.ravel()[order]
         return list(zip(np.split(order, bounds), np.split(parent, bounds), strict=True))
 
@@ -231,7 +239,7 @@ class _Block:
         spec = follow.spec
         cells = self.reached.ravel()
         if spec.refine_uses is not None:
-            cells = cells & np.isin(self.use.ravel(), spec.refine_uses)
+            cells = cells & _among(self.use.ravel(), spec.refine_uses)
         at = np.flatnonzero(cells)
         marks = self.grids.present.reshape(-1, follow.width)[at]
         where, ingress = np.nonzero(marks)
@@ -285,12 +293,12 @@ class _Block:
                 at, arrival, first = entries
                 ones = np.broadcast_to(1.0, (spec.network.num_pes, self.count))
                 per_entry = self._entry_loads(at, arrival, first, unit, ones)
-                crossing = np.isin(tables.use, CROSSING_USES)
+                crossing = _among(tables.use, CROSSING_USES)
                 totals.crossings_per_card += np.bincount(
                     tables.card_id[crossing], weights=per_entry[crossing], minlength=cards
                 )
             else:
-                crossing = np.isin(self.use, CROSSING_USES) & self.reached
+                crossing = _among(self.use, CROSSING_USES) & self.reached
                 totals.crossings_per_card += np.bincount(
                     np.nonzero(crossing)[1], weights=unit.reshape(self.rows, cards)[crossing], minlength=cards
                 )
@@ -323,19 +331,19 @@ class _Block:
         follow = self.follow
         width, cards = follow.width, follow.cards
         plane = width * cards
-        values = follow.buffer(self.rows * plane)  # only the marked cells are read, all set below
-        index = np.int32 if self.rows * plane < 1 << 31 else np.int64
-        row_of = np.arange(self.rows, dtype=index)[:, None] * index(plane)
-        inner = self.moving
-        values[(row_of + self.arrive)[inner]] = load.reshape(self.rows, cards)[inner]
-        for cls, (cell, pes) in enumerate(follow.host_cells):
-            values[row_of[cls :: follow.classes] + cell[None, :]] = matrix[pes, :].T
+        values = follow.buffer(self.rows * plane + 1)  # only the marked cells are read, all set below
+        spare = self.rows * plane  # takes the loads of the cards that deliver
+        index = np.int32 if spare < 1 << 31 else np.int64
+        row_of = np.arange(self.rows, dtype=index) * index(plane)
+        values[np.where(self.moving, row_of[:, None] + self.arrive, spare).ravel()] = load
+        for cls, (cell, pes, every) in enumerate(follow.host_cells):
+            weights = matrix if every else matrix[pes, :]  # (PEs, rows of the class), as the cells below
+            values[cell[:, None] + row_of[None, cls :: follow.classes]] = weights
         entries = values.take(self.cells)
         counts = inbound.ravel()
-        s = totals.queue_stride
-        dtype = np.int32 if totals.channel_load.size < 1 << 31 else np.int64
-        channel = self.link.astype(dtype) * s + self.queue
-        np.add.at(totals.link_load, np.repeat(self.link.ravel(), counts), entries)
+        link = self.link.astype(np.intp)  # np.add.at is faster with native indices
+        channel = link * totals.queue_stride + self.queue
+        np.add.at(totals.link_load, np.repeat(link.ravel(), counts), entries)
         np.add.at(totals.channel_load, np.repeat(channel.ravel(), counts), entries)
 
     def _add_hops(self, totals: Totals) -> None:
@@ -364,16 +372,18 @@ class _Block:
         entry from it holds the dependency's second channel."""
         found = totals.dependencies
         reached = self.reached
-        if not reached.any():
+        if not self.everywhere and not reached.any():
             return
-        found._grow(int(self.queue[reached].max()) + 1)
+        found._grow(int((self.queue if self.everywhere else self.queue[reached]).max()) + 1)
         s, width = found.stride, self.follow.width
         dtype = np.int32 if found.edge_flags.size < 1 << 31 else np.int64
-        card_link = reached & (self.kind != HOST)
+        card_link = self.kind != HOST
+        if not self.everywhere:
+            card_link &= reached
         channel = self.link.astype(dtype) * s + self.queue
         found.channel_flags[channel[card_link]] = True
         parent = np.where(card_link, self.parent, 0).ravel()
-        follows = card_link.ravel() & card_link.ravel()[parent]
+        follows = card_link.ravel() & card_link.ravel().take(parent)
         tail = (self.egress.astype(dtype) * s + self.queue).ravel()
         spare = found.edge_flags.size - 1
         found.edge_flags[np.where(follows, channel.ravel() * (width * s) + tail[parent], spare)] = True
@@ -400,6 +410,16 @@ class _Block:
         tail = self.egress.ravel()[at].astype(dtype) * s + queue
         spare = found.edge_flags.size - 1
         found.edge_flags[np.where(follows, channel * (width * s) + tail[after], spare)] = True
+
+
+def _among(codes: np.ndarray, chosen: tuple[int, ...]) -> np.ndarray:
+    """``np.isin(codes, chosen)`` for one-byte codes (uses), read from a table of the 256 values (np.isin
+    sorts: ten times slower)."""
+    if codes.dtype.itemsize != 1:
+        return np.isin(codes, chosen)
+    table = np.zeros(256, dtype=bool)
+    table[np.asarray(chosen, dtype=codes.dtype).view(np.uint8)] = True
+    return table.take(codes.view(np.uint8))
 
 
 def _running_sum(total: np.ndarray, index: np.ndarray, weights: np.ndarray) -> np.ndarray:

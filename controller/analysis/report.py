@@ -13,7 +13,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from controller.analysis.deadlock import cdg_report
-from controller.analysis.metrics import fattree_stage_metric, ndt_paper_metric
+from controller.analysis.metrics import dor_transit_port_pairs, fattree_stage_metric, ndt_paper_metric
 from controller.analysis.paths import AllPairs
 from controller.analysis.totals import Totals
 from controller.analysis.traffic import Traffic
@@ -86,6 +86,18 @@ def paper_metric(tables: RoutingTables, totals: Totals) -> tuple[dict[str, Any] 
     if family == "torus":
         return None, "a torus of single-card nodes has no internal link"
     return None, f"the papers define no internal-link metric for a {family!r} topology"
+
+
+def prepare_report(tables: RoutingTables, traffic: Traffic | None) -> None:
+    """Compute, and keep, the parts of the report that do not depend on the totals (the traffic's
+    injection and flow count, the nDT metric's histogram): the parent does it while workers run."""
+    if traffic is not None:
+        traffic.injection(tables.network.num_pes)
+        _ = traffic.num_flows
+    if tables.topology.family == "ndt":
+        from controller.routing.torus_view import TorusView
+
+        dor_transit_port_pairs(TorusView(tables.network).dims)
 
 
 def link_loads(pairs: AllPairs, traffic: Traffic) -> dict[tuple[int, int], float]:

@@ -91,12 +91,14 @@ def gather_parallel(
     traffic: Traffic | None,
     workers: int,
     on_block: Callable[[AllPairs | None], None] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> Totals:
     """``gather`` over the spec's blocks shared by `workers` forked processes, their Totals then added.
 
     Worker w takes blocks w, w + workers, ...; loads are summed per worker and
     then added, so they may differ from one process's running sum in the last
-    bits (within 1e-12 relative). ``on_block`` is called (with None) as blocks finish.
+    bits (within 1e-12 relative). ``on_block`` is called (with None) as blocks finish;
+    ``meanwhile`` runs in this process once the workers have started.
     """
     ranges = spec.ranges(_per_block(spec, workers))
     workers = max(1, min(workers, len(ranges)))
@@ -110,6 +112,8 @@ def gather_parallel(
         process.start()
     results: dict[int, Totals] = {}
     try:
+        if meanwhile is not None:
+            meanwhile()
         while len(results) < workers:
             kind, worker, payload = queue.get()
             if kind == "block":

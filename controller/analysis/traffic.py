@@ -97,6 +97,10 @@ class Traffic:
         return matrix
 
 
+#: sources whose weights to every PE an AllPairsTraffic sums at once (rows that stay in the caches)
+SOURCES_AT_ONCE = 64
+
+
 class AllPairsTraffic(Traffic):
     """A pattern with a flow for (nearly) every ordered pair, kept as a rule instead of N^2 arrays.
 
@@ -140,21 +144,26 @@ class AllPairsTraffic(Traffic):
 
     @property
     def num_flows(self) -> int:
-        count = 0
-        for first in range(0, self.num_pes, 256):
-            last = min(self.num_pes, first + 256)
-            count += int(np.count_nonzero(self.pair_weights(first, last, self.num_pes)))
-        return count
+        return self._per_source[1]
 
     def injection(self, num_pes: int) -> np.ndarray:
         """Units each PE injects, summed in flow order (destinations ascending) as the flow arrays are."""
         total = np.zeros(num_pes)
-        dst = np.arange(self.num_pes, dtype=np.int64)[None, :]
-        for first in range(0, self.num_pes, 256):
-            src = np.arange(first, min(self.num_pes, first + 256), dtype=np.int64)[:, None]
-            rows = np.where(src != dst, self.weight_of(src, dst), 0.0)
-            total[first : first + rows.shape[0]] = np.cumsum(rows, axis=1)[:, -1] if rows.size else 0.0
+        total[: self.num_pes] = self._per_source[0]
         return total
+
+    @cached_property
+    def _per_source(self) -> tuple[np.ndarray, int]:
+        """(units each PE injects, number of flows), in one pass over the weights, a few sources at once."""
+        total = np.zeros(self.num_pes)
+        count = 0
+        dst = np.arange(self.num_pes, dtype=np.int64)[None, :]
+        for first in range(0, self.num_pes, SOURCES_AT_ONCE):
+            src = np.arange(first, min(self.num_pes, first + SOURCES_AT_ONCE), dtype=np.int64)[:, None]
+            rows = np.where(src != dst, self.weight_of(src, dst), 0.0)
+            count += int(np.count_nonzero(rows))
+            total[first : first + rows.shape[0]] = np.cumsum(rows, axis=1)[:, -1] if rows.size else 0.0
+        return total, count
 
 
 def _permutation(name: str, mapping: np.ndarray) -> Traffic:

@@ -300,7 +300,7 @@ def _reached(
 
     The first cards are those with a source PE of this class, for every
     destination but that PE itself; then the cards the decisions lead to, round
-    after round, until no card is added.
+    after round (from the cells added the round before), until no card is added.
     """
     num_cards, count = network.num_cards, dsts.size
     of_class = source_class == cls
@@ -309,16 +309,23 @@ def _reached(
     lonely = of_class[dsts] & (per_card[network.pe_card[dsts]] == 1)
     reached[np.flatnonzero(lonely), network.pe_card[dsts[lonely]]] = False
     rows = (np.arange(count, dtype=np.int64) * num_cards)[:, None]
-    next_card = arrive // np.int32(network.max_port + 1)
-    frontier = reached
-    while True:
-        marks = np.zeros(count * num_cards + 1, dtype=bool)
-        marks[np.where(frontier & (arrive >= 0), rows + next_card, count * num_cards)] = True
-        new = marks[:-1].reshape(count, num_cards) & ~reached
-        if not new.any():
-            return reached
-        reached |= new
-        frontier = new
+    # the (destination, card) cell each cell's packets go to next; the spare cell after the last at a host
+    spare = count * num_cards
+    step = np.where(arrive >= 0, rows + arrive // np.int32(network.max_port + 1), spare).ravel()
+    flags = np.append(reached.ravel(), True)  # the spare counts as reached: nothing goes on from it
+    frontier = np.flatnonzero(flags[:-1])
+    while frontier.size:
+        after = step[frontier]
+        after = after[~flags[after]]
+        flags[after] = True
+        # the cells new this round, each once (a few: sorted; many: read back from a grid of marks)
+        if after.size <= 4096:
+            frontier = np.unique(after)
+        else:
+            marks = np.zeros(spare, dtype=bool)
+            marks[after] = True
+            frontier = np.flatnonzero(marks)
+    return flags[:-1].reshape(count, num_cards)
 
 
 def _check_ports(network: CardNetwork, egress: np.ndarray, dsts: np.ndarray) -> None:
