@@ -60,11 +60,13 @@ def inject_in_child(
     size: int,
     tick: Callable[[int, float], bool] | None,
     tick_every: float,
+    real_time: bool = True,
 ) -> SendRecord:
     """Send ``schedule`` from a child process on ``engine``'s sockets; the same record as in-process.
 
     ``tick(sent, elapsed)`` runs in this process every ``tick_every`` s while the child
-    sends; returning False makes the child stop (as in-process sending does).
+    sends; returning False makes the child stop (as in-process sending does). ``real_time``:
+    the child asks for SCHED_FIFO (see the module doc); False keeps normal scheduling.
     """
     from emulation.traffic import TrafficError
 
@@ -75,7 +77,7 @@ def inject_in_child(
         target=_child_main,
         # pauses and schedule as bytes: unpickled after the child left this network namespace
         args=(engine.sockets, engine.control_sockets, pickle.dumps((engine.pauses, schedule)))
-        + (size, tick_every, stop_end, send_end),
+        + (size, tick_every, real_time, stop_end, send_end),
         name="twinnet-sender",
         daemon=True,
     )
@@ -194,6 +196,7 @@ def _child_main(
     work: bytes,
     size: int,
     tick_every: float,
+    real_time: bool,
     stop: Connection,
     messages: Connection,
 ) -> None:
@@ -213,7 +216,8 @@ def _child_main(
     engine = TrafficEngine([], pauses)
     engine.sockets = sockets
     engine.control_sockets = control_sockets
-    scheduling = _real_time()  # before the PFC thread starts: it inherits the policy
+    # before the PFC thread starts: it inherits the policy
+    scheduling = _real_time() if real_time else "normal scheduling (asked for)"
     gc.collect()
     gc.freeze()  # the imports never collected again: a full collection of them takes ~30 ms
 

@@ -546,20 +546,22 @@ class TrafficEngine:
         tick: Callable[[int, float], bool] | None = None,
         tick_every: float = 0.2,
         own_process: bool | None = None,
+        real_time: bool = True,
     ) -> SendRecord:
         """Send every probe of `schedule` at its time; `tick(sent, elapsed)` returning False stops early.
 
         Ctrl-C (KeyboardInterrupt) stops sending too: the record says so and
         holds what was sent until then. With ``own_process`` (the default when the
         engine has hosts' sockets) a child process sends (emulation.sender), so that
-        this process's other threads cannot make the sends late.
+        this process's other threads cannot make the sends late; with ``real_time`` it
+        sends under SCHED_FIFO when it may (False: normal scheduling, for comparison).
         """
         if own_process is None:
             own_process = self.opened
         if own_process:
             from emulation.sender import inject_in_child
 
-            return inject_in_child(self, schedule, size, tick, tick_every)
+            return inject_in_child(self, schedule, size, tick, tick_every, real_time)
         return self.send_schedule(schedule, size, tick, tick_every)
 
     def send_schedule(

@@ -19,6 +19,7 @@ import pytest
 
 from controller.analysis.traffic import Traffic
 from emulation.measure import decode_arrival
+from emulation.sender import SENDER_RT_PRIORITY
 from emulation.traffic import (
     HostEndpoint,
     HostPauses,
@@ -104,21 +105,28 @@ def test_a_tick_can_stop_injection(hosts) -> None:
 
 
 def test_in_process_sending_delivers_the_same(hosts) -> None:
-    """The sender in this process (``own_process=False``) and in its own (the default) send alike."""
+    """The sender in this process (``own_process=False``) and in its own (the default; real-time or not)
+    send alike."""
     schedule = one_way(0, 1, 100, rate=500.0)
     outcomes = []
-    for own_process in (False, True):
+    for own_process, real_time in ((False, True), (True, True), (True, False)):
         with TrafficEngine(hosts) as engine:
-            record = engine.inject(schedule, size=64, own_process=own_process)
+            record = engine.inject(schedule, size=64, own_process=own_process, real_time=real_time)
             engine.wait_for(len(schedule), quiet_s=0.5, limit_s=5)
             arrivals = [decode_arrival(f.pe, f.frame, f.receive_us) for f in engine.take_received()]
         assert record.sent == 100 and not record.errors and record.started_us <= record.finished_us
-        assert record.sender.startswith("own process, SCHED_FIFO" if own_process else "in the run process")
+        assert record.sender == (
+            "in the run process"
+            if not own_process
+            else f"own process, SCHED_FIFO {SENDER_RT_PRIORITY}"
+            if real_time
+            else "own process, normal scheduling (asked for)"
+        )
         assert {a.probe_id: a.send_us for a in arrivals} == {
             schedule.probe_id(i): int(record.send_us[i]) for i in range(100)
         }
         outcomes.append(sorted(a.probe_id for a in arrivals))
-    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] == outcomes[1] == outcomes[2]
 
 
 def test_the_sender_process_obeys_pauses_and_hands_back_their_accounting(hosts) -> None:
