@@ -52,6 +52,8 @@ def main() -> int:
         "--busy", type=int, default=2 * (os.cpu_count() or 1), help="busy processes (default 2 per CPU)"
     )
     args = parser.parse_args()
+    if min(args.bursts, args.burst, args.rounds) < 1 or args.gap_ms <= 0 or args.busy < 0:
+        parser.error("--bursts, --burst and --rounds must be at least 1, --gap-ms above 0, --busy 0 or more")
     if os.geteuid() != 0:
         parser.error("needs root (a network namespace and SCHED_FIFO)")
     namespace = f"tsb{os.getpid() % 100000}"
