@@ -62,6 +62,14 @@ def channel_ids(pairs: AllPairs) -> np.ndarray:
     return (t.card_id.astype(np.int64) * pairs.width + t.egress_port) * queues + t.queues()
 
 
+def queue_stride(queue_bound: int) -> int:
+    """The flags' queues per channel for queues below `queue_bound`: the power of two at or above it."""
+    stride = 1
+    while stride < queue_bound:
+        stride *= 2
+    return stride
+
+
 class Dependencies:
     """The CDG's channels and edges gathered block by block of destinations, as flags over dense ids.
 
@@ -80,9 +88,7 @@ class Dependencies:
 
     def _grow(self, queue_bound: int) -> None:
         """Re-encode the flags for queues below `queue_bound`."""
-        stride = self.stride
-        while stride < queue_bound:
-            stride *= 2
+        stride = max(self.stride, queue_stride(queue_bound))
         if stride == self.stride:
             return
         old, s = self.stride, stride

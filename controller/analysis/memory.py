@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from controller.analysis.deadlock import queue_stride
 from controller.analysis.follow import FOLLOW_CELLS
 from controller.analysis.traffic import SOURCES_AT_ONCE, AllPairsTraffic, Traffic
 from controller.routing.builder import ANALYSIS_CELLS, TableSpec
@@ -74,10 +75,7 @@ def _queue_stride(spec: TableSpec) -> int:
     names, or QUEUES if it names none."""
     vcs = max((max(names) + 1 for names in spec.vc_names.values() if names), default=QUEUES)
     queues = vcs + (2 * (spec.num_classes - 1) if spec.queue_rule == QUEUE_BY_CLASS_AND_VC else 0)
-    stride = 1
-    while stride < queues:
-        stride *= 2
-    return stride
+    return queue_stride(queues)
 
 
 def available() -> int:
