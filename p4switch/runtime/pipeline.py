@@ -107,6 +107,7 @@ def _runtime_namespace() -> dict:
         "PacketError": PacketError,
         "HeaderStack": runtime.HeaderStack,
         "stored_headers": runtime.stored_headers,
+        "header_from_bytes": runtime.header_from_bytes,
         "make_blank": runtime.make_blank,
         "Struct": struct.Struct,
         "PacketIn": PacketIn,

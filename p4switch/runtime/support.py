@@ -88,6 +88,14 @@ def stored_headers(items: list, blank) -> list:
     return [header for header in items if header is not blank]
 
 
+def header_from_bytes(cls: type, data: bytes):
+    """A header of class ``cls`` extracted from exactly its bytes: a stack element the fused
+    driver kept raw (p4switch.compiler.fusion.raw_elements) made an object when written or queued."""
+    header = cls()
+    header.extract(PacketIn(data))
+    return header
+
+
 class HeaderStack:
     """A header stack: its elements and the next index (number of extracted/pushed elements).
 

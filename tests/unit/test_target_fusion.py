@@ -35,6 +35,7 @@ from p4switch.runtime.support import (
     HeaderStack,
     PacketIn,
     ParserError,
+    header_from_bytes,
     make_blank,
     stored_headers,
 )
@@ -46,7 +47,9 @@ RUNTIME: dict[str, Any] = {
     "HeaderStack": HeaderStack,
     "make_blank": make_blank,
     "stored_headers": stored_headers,
+    "header_from_bytes": header_from_bytes,
     "ParserError": ParserError,
+    "Struct": __import__("struct").Struct,
     "ExitPipeline": ExitPipeline,
 }
 
@@ -248,6 +251,15 @@ def called_methods(function: ast.FunctionDef) -> set[str]:
         node.func.attr
         for node in ast.walk(function)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    }
+
+
+def receivers_of(function: ast.FunctionDef, method: str) -> set[str]:
+    """The objects (as source) whose ``method`` a function calls: ``U.pack(...)`` -> ``"U"``."""
+    return {
+        ast.unparse(node.func.value)
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
     }
 
 
@@ -1149,3 +1161,175 @@ def test_dead_store_removal_keeps_what_an_augmented_assignment_reads() -> None:
     }
     assert {"n", "k", "x"} <= initialised
     assert not {"unused", "_sm"} & used_names(function)
+
+
+# ------------------------------------------------------------------ 9. raw stack elements
+
+#: A trace of 3-byte headers (a 16-bit and two 4-bit fields) that the parser extracts up
+#: to the count in the packet's first byte, and the deparser emits after a new element the
+#: ingress pushes in front, as codegen writes parser, controls and deparser. ``%(ingress)s``
+#: is more ingress code.
+RAW_MODULE = """
+class S_standard_metadata_t:
+    f_ingress_port = 0
+    f_parser_error = 0
+
+class S_cnt_t:
+    _v = False
+    f_n = 0
+
+class S_hop_t:
+    _v = False
+    f_id = 0
+    f_a = 0
+    f_b = 0
+    def copy(self):
+        o = S_hop_t.__new__(S_hop_t); o.__dict__.update(self.__dict__)
+        return o
+    def extract(self, pk):
+        _o = pk.off; _e = _o + 3
+        if _e > pk.n: raise ParserError(1)
+        _u0, _u1 = U_S_hop_t.unpack_from(pk.data, _o)
+        pk.off = _e
+        self.f_id = _u0
+        self.f_a = (_u1 >> 4)
+        self.f_b = (_u1 & 15)
+        self._v = True
+B_S_hop_t = make_blank(S_hop_t)
+U_S_hop_t = Struct('!HB')
+U_S_cnt_t = Struct('!B')
+
+class S_headers_t:
+    def __init__(self):
+        self.f_cnt = S_cnt_t()
+        self.f_hops = HeaderStack(S_hop_t, B_S_hop_t, 4)
+
+class S_metadata_t:
+    f_left = 0
+
+def prs_MyParser(_sm, pk, p_hdr, p_meta, p_standard_metadata):
+    st = 0
+    while True:
+        if st == 0:
+            _h = p_hdr.f_cnt
+            _o = pk.off; _e = _o + 1
+            if _e > pk.n: raise ParserError(1)
+            _u0, = U_S_cnt_t.unpack_from(pk.data, _o)
+            pk.off = _e
+            _h.f_n = _u0
+            _h._v = True
+            p_meta.f_left = p_hdr.f_cnt.f_n
+            if p_meta.f_left == 0: break
+            st = 1; continue
+        elif st == 1:
+            _st = p_hdr.f_hops; _n = _st.nxt
+            if _n >= 4: raise ParserError(3)
+            _h = _st.items[_n] = _st.cls()
+            _o = pk.off; _e = _o + 3
+            if _e > pk.n: raise ParserError(1)
+            _u0, _u1 = U_S_hop_t.unpack_from(pk.data, _o)
+            pk.off = _e
+            _h.f_id = _u0
+            _c = _u1
+            _h.f_a = (_c >> 4)
+            _h.f_b = (_c & 15)
+            _h._v = True
+            _st.nxt = _n + 1
+            p_meta.f_left = ((p_meta.f_left - 1) & 255)
+            if p_meta.f_left == 0: break
+            st = 1; continue
+
+def ctl_MyIngress(_sm, p_hdr, p_meta, p_standard_metadata):
+    p_hdr.f_hops.push_front(1)
+    _elem0 = p_hdr.f_hops.w(0)
+    _elem0._v = True
+    _elem0.f_id = p_standard_metadata.f_ingress_port + 100
+    p_hdr.f_cnt.f_n = p_hdr.f_cnt.f_n + 1 & 255
+%(ingress)s
+
+def ctl_MyDeparser(_sm, out, p_hdr):
+    _h = p_hdr.f_cnt
+    if _h._v: out.append(U_S_cnt_t.pack(_h.f_n))
+    for _h in p_hdr.f_hops.stored():
+        if _h._v: out.append(U_S_hop_t.pack(_h.f_id, ((_h.f_a << 4) | _h.f_b)))
+
+def run_fused(packet, port, ts, admit, hooks):
+    hdr = S_headers_t(); meta = S_metadata_t(); sm = S_standard_metadata_t()
+    sm.f_ingress_port = port
+    pk = PacketIn(packet)
+    try:
+        prs_MyParser(sm, pk, hdr, meta, sm)
+    except ParserError as error:
+        sm.f_parser_error = error.code
+    ctl_MyIngress(sm, hdr, meta, sm)
+    if not admit(port, 0):
+        return hooks.queue(port, 0, (hdr, meta, sm, pk.data[pk.off:]), ts)
+    out = []
+    ctl_MyDeparser(sm, out, hdr)
+    out.append(pk.data[pk.off:])
+    return (port, b''.join(out))
+"""
+
+#: frames: the count, then that many 3-byte elements, then a payload; one cut short inside
+#: an element, one with more elements than the stack holds
+RAW_FRAMES = [
+    b"\x00payload",
+    b"\x01\x00\x07\x5apayload",
+    b"\x03\x00\x01\x12\x00\x02\x34\x00\x03\x56tail",
+    b"\x02\x00\x01\x12\x00",
+    b"\x05" + bytes(range(15)) + b"rest",
+]
+
+
+def raw_inputs() -> list[Inputs]:
+    return [
+        Inputs(packet=frame, port=port, admit=admit)
+        for frame in RAW_FRAMES
+        for port in (0, 3)
+        for admit in (True, False)
+    ]
+
+
+def test_stack_elements_only_extracted_and_emitted_stay_bytes() -> None:
+    """The parser stores each element as its bytes, the deparser emits them as they are.
+
+    Same frames out, same queued state (the raw elements made objects for the queue),
+    same parser errors (a cut-short element leaves a fresh invalid element, as before).
+    """
+    source = RAW_MODULE % {"ingress": ""}
+    fused = fuse(source, {})
+    assert_same_behaviour(source, fused, raw_inputs())
+    function = driver(fused)
+    assert receivers_of(function, "unpack_from") == {"U_S_cnt_t"}  # the count is unpacked, the elements not
+    assert "header_from_bytes" in called_functions(function)
+    assert "U_S_hop_t" in receivers_of(function, "pack")  # the pushed element, in the branch for objects
+
+
+def test_a_raw_element_written_is_made_an_object_first() -> None:
+    """``w(i)`` on an extracted element: the write lands on an object holding the element's fields."""
+    source = RAW_MODULE % {
+        "ingress": """    _e1 = p_hdr.f_hops.w(1)
+    _e1.f_b = 9
+"""
+    }
+    fused = fuse(source, {})
+    assert_same_behaviour(source, fused, raw_inputs())
+    assert "header_from_bytes" in called_functions(driver(fused))
+
+
+@pytest.mark.parametrize(
+    "ingress",
+    [
+        "    p_standard_metadata.f_ingress_port = p_hdr.f_hops.items[1].f_id",
+        "    p_standard_metadata.f_ingress_port = len(p_hdr.f_hops.items)",
+    ],
+    ids=["an element's field read", "the list used as a value"],
+)
+def test_a_stack_used_otherwise_keeps_its_objects(ingress: str) -> None:
+    """Any use of the list the step does not know leaves the extraction as it was."""
+    source = RAW_MODULE % {"ingress": ingress}
+    fused = fuse(source, {})
+    assert_same_behaviour(source, fused, raw_inputs())
+    function = driver(fused)
+    assert "header_from_bytes" not in called_functions(function)
+    assert receivers_of(function, "unpack_from") == {"U_S_cnt_t", "U_S_hop_t"}

@@ -13,7 +13,9 @@ compiler steps:
 3. scalar replacement: an object created in the function whose only uses are reads and
    writes of its fields (``hdr.f_tw.f_dst_pe``) becomes one local variable per field
    (``hdr_tw_dst_pe``), recursively for nested headers. An object used any other way
-   (passed to a function, a method called on it, a header stack) stays an object.
+   (passed to a function, a method called on it, a header stack) stays an object;
+4. raw stack elements (raw_elements.py): the elements of a header stack that the driver
+   only extracts and emits again are kept as their bytes in between.
 
 The one place whole objects are needed, the state handed to ``hooks.queue`` when a
 packet has to wait in a queue, rebuilds them from the locals. The rewritten function does
@@ -29,6 +31,7 @@ import ast
 from p4switch.compiler.fusion.ast_tools import FusionError, NameSource, global_names, local_names
 from p4switch.compiler.fusion.inline import Inliner, remove_dead_stores
 from p4switch.compiler.fusion.objects import AliasResolver, class_layouts, find_roots, stored_paths
+from p4switch.compiler.fusion.raw_elements import RawStack, keep_raw_elements
 from p4switch.compiler.fusion.scalars import ScalarReplacer
 
 __all__ = ["FUSED", "FusionError", "fuse"]
@@ -56,7 +59,9 @@ def fuse(python_source: str, table_actions: dict[str, list[str]]) -> str:
     layouts = class_layouts(classes)
     roots = find_roots(body, layouts)
     body = AliasResolver(roots, layouts, stored_paths(body)).block(body, {})
-    body = ScalarReplacer(roots, layouts, names).rewrite(body)
+    replacer = ScalarReplacer(roots, layouts, names)
+    body = replacer.rewrite(body)
+    body = keep_raw_elements(body, replaced_stacks(replacer))
     fused = ast.FunctionDef(
         name=FUSED, args=driver.args, body=body, decorator_list=[], returns=None, type_comment=None
     )
@@ -64,3 +69,12 @@ def fuse(python_source: str, table_actions: dict[str, list[str]]) -> str:
     lines = python_source.split("\n")
     start, end = driver.lineno - 1, driver.end_lineno
     return "\n".join([*lines[:start], ast.unparse(fused), *lines[end:]])
+
+
+def replaced_stacks(replacer: ScalarReplacer) -> list[RawStack]:
+    """The header stacks scalar replacement made local lists of (step 4's candidates)."""
+    return [
+        RawStack(replacer.leaf((*path, "items")), node.stack.element, node.stack.blank)
+        for path, node in replacer.nodes.items()
+        if node.stack is not None and replacer.replaced(path) and (*path, "items") in replacer.leaves
+    ]
