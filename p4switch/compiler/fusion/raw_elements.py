@@ -272,14 +272,22 @@ def unpack_call(statement: ast.stmt) -> ast.Call | None:
     return None
 
 
-def is_valid_set(statement: ast.stmt, header: str) -> bool:
-    """``_h._v = True``."""
-    return (
+def header_store(statement: ast.stmt, header: str) -> str | None:
+    """The attribute of ``header`` a ``header.<attribute> = value`` statement writes, else None."""
+    if (
         isinstance(statement, ast.Assign)
         and len(statement.targets) == 1
         and isinstance(statement.targets[0], ast.Attribute)
         and is_name(statement.targets[0].value, header)
-        and statement.targets[0].attr == "_v"
+    ):
+        return statement.targets[0].attr
+    return None
+
+
+def is_valid_set(statement: ast.stmt, header: str) -> bool:
+    """``_h._v = True``."""
+    return (
+        header_store(statement, header) == "_v"
         and isinstance(statement.value, ast.Constant)
         and statement.value.value is True
     )
@@ -287,14 +295,8 @@ def is_valid_set(statement: ast.stmt, header: str) -> bool:
 
 def field_write(statement: ast.stmt, header: str) -> bool:
     """``_h.f_x = <expression of parse temporaries>``."""
-    return (
-        isinstance(statement, ast.Assign)
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Attribute)
-        and is_name(statement.targets[0].value, header)
-        and statement.targets[0].attr.startswith("f_")
-        and reads_only_temporaries(statement.value)
-    )
+    written = header_store(statement, header)
+    return written is not None and written.startswith("f_") and reads_only_temporaries(statement.value)
 
 
 def temporary_write(statement: ast.stmt) -> bool:
