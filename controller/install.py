@@ -10,7 +10,8 @@
         controller.read_counters(topology)["c3"].tx      # {(port, vc): (packets, bytes)}
 
 **Install is a synchronisation, and re-install is the same operation.** Per card
-(concurrently, `workers` cards at a time in a thread pool), the controller
+(concurrently, `workers` cards at a time in a thread pool, at most ``WORKERS_PER_ADDRESS``
+per switch process), the controller
 
 1. connects (gRPC channel, StreamChannel, primary arbitration: ``controller.p4runtime_conn``);
 2. makes sure the card runs the card program: ``pipeline="auto"`` pushes it
@@ -79,8 +80,13 @@ from topologies.errors import TwinnetError
 #: Updates per WriteRequest (a route update is ~40 bytes: ~80 KB per request; fewer, larger requests
 #: cost both sides less per entry)
 DEFAULT_BATCH_SIZE = 2000
-#: Cards handled at once.
+#: Cards handled at once, at most.
 DEFAULT_WORKERS = 16
+#: Cards handled at once per P4Runtime address (switch process). A process answers its Writes on
+#: one core: two or three at once keep it busy while the controller prepares the next, more only
+#: contend for its interpreter lock (3DT 8x8x8 in 2 processes, scripts/bench_install.py: 34k
+#: entries/s with 1 per process, 50k with 2 or 4, 41k with 8).
+WORKERS_PER_ADDRESS = 3
 #: Networks of at most this many cards keep every card's session open between operations; larger
 #: ones open a card's session for an operation and close it after (1,024 open StreamChannels cost the
 #: controller ~2,000 threads and starve it)
@@ -422,9 +428,9 @@ class TwinController:
         many cards (one address each) work in parallel instead of one after the other.
         """
         names = list(names)
-        with ThreadPoolExecutor(
-            max_workers=min(self.workers, max(1, len(names))), thread_name_prefix="twinnet-ctl"
-        ) as pool:
+        addresses = {self._address(name) for name in names}
+        workers = min(self.workers, WORKERS_PER_ADDRESS * len(addresses), max(1, len(names)))
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="twinnet-ctl") as pool:
             futures = {name: pool.submit(self._in_session, job, name) for name in self._interleaved(names)}
             return {name: futures[name].result() for name in names}
 
@@ -436,12 +442,16 @@ class TwinController:
             if not self.keep_sessions:
                 self._drop_connection(name)
 
+    def _address(self, name: str) -> str:
+        """The P4Runtime address (switch process) of a card; an unknown card stands for itself."""
+        endpoint = self.endpoints.get(name)
+        return endpoint.grpc_address if endpoint else name
+
     def _interleaved(self, names: list[str]) -> list[str]:
         """`names` round-robin over their cards' addresses (each address's cards in the order given)."""
         by_address: dict[str, list[str]] = {}
         for name in names:
-            endpoint = self.endpoints.get(name)
-            by_address.setdefault(endpoint.grpc_address if endpoint else name, []).append(name)
+            by_address.setdefault(self._address(name), []).append(name)
         queues = list(by_address.values())
         longest = max(map(len, queues), default=0)
         return [queue[i] for i in range(longest) for queue in queues if i < len(queue)]

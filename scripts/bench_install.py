@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from controller.compile import compile_card_program  # noqa: E402
-from controller.install import DEFAULT_BATCH_SIZE, TwinController  # noqa: E402
+from controller.install import DEFAULT_BATCH_SIZE, DEFAULT_WORKERS, WORKERS_PER_ADDRESS, TwinController  # noqa: E402
 from controller.p4runtime_conn import CardConnection, CardEndpoint  # noqa: E402
 from controller.routing import compute_tables  # noqa: E402
 from controller.translate import DELETE, INSERT, MODIFY, EntrySpec, spec_update  # noqa: E402
@@ -296,7 +296,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", choices=[*sorted(CASES), TABLE_OPS], action="append")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
-    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     parser.add_argument(
         "--processes", type=int, default=0, help="multi-card switch processes (0: one process per card)"
     )
@@ -307,7 +307,7 @@ def main() -> int:
     args = parser.parse_args()
     print(
         f"machine: {os.cpu_count()} CPUs; {args.batch_size} updates per WriteRequest, "
-        f"{args.workers} workers, "
+        f"{args.workers} workers (at most {WORKERS_PER_ADDRESS} per switch process), "
         + (f"cards in {args.processes} processes" if args.processes else "one process per card")
         + f", pipeline {args.pipeline}"
     )

@@ -26,8 +26,52 @@ def test_the_install_takes_cards_in_turn_from_each_switch_process() -> None:
     from controller.install import TwinController
 
     addresses = {"c0": "p0", "c1": "p0", "c2": "p0", "c3": "p1", "c4": "p1", "c5": "own"}
-    controller = SimpleNamespace(
-        endpoints={name: SimpleNamespace(grpc_address=address) for name, address in addresses.items()}
-    )
-    order = TwinController._interleaved(controller, list(addresses))
+    controller = TwinController.__new__(TwinController)
+    controller.endpoints = {name: SimpleNamespace(grpc_address=where) for name, where in addresses.items()}
+    order = controller._interleaved(list(addresses))
     assert order == ["c0", "c3", "c5", "c1", "c4", "c2"]
+
+
+def busiest(addresses: dict[str, str], workers: int) -> tuple[dict[str, int], int]:
+    """Run the install's card pool over cards at these addresses (each job holds its card 0.1 s):
+    the most cards of one address, and of all, in progress at once."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from controller.install import TwinController
+
+    controller = TwinController.__new__(TwinController)
+    controller.endpoints = {name: SimpleNamespace(grpc_address=where) for name, where in addresses.items()}
+    controller.workers, controller.keep_sessions = workers, True
+    lock = threading.Lock()
+    running: dict[str, int] = {}
+    most: dict[str, int] = {}
+    peak = [0, 0]
+
+    def job(name: str) -> None:
+        address = addresses[name]
+        with lock:
+            running[address] = running.get(address, 0) + 1
+            most[address] = max(most.get(address, 0), running[address])
+            peak[0] += 1
+            peak[1] = max(peak)
+        time.sleep(0.1)
+        with lock:
+            running[address] -= 1
+            peak[0] -= 1
+
+    controller._each_card(list(addresses), job)
+    return most, peak[1]
+
+
+def test_the_install_keeps_a_few_cards_of_each_switch_process_busy() -> None:
+    from controller.install import WORKERS_PER_ADDRESS
+
+    two_processes = {f"c{i}": f"p{i % 2}" for i in range(4 * WORKERS_PER_ADDRESS)}
+    most, overall = busiest(two_processes, workers=16)
+    assert most == {"p0": WORKERS_PER_ADDRESS, "p1": WORKERS_PER_ADDRESS}
+    assert overall == 2 * WORKERS_PER_ADDRESS
+    one_each = {f"c{i}": f"own{i}" for i in range(8)}  # one process per card (bmv2): all at once
+    assert busiest(one_each, workers=16)[1] == 8
+    assert busiest(one_each, workers=5)[1] == 5
