@@ -349,6 +349,7 @@ class TwinController:
         election_id: tuple[int, int] = CONTROLLER_ELECTION_ID,
         batch_size: int = DEFAULT_BATCH_SIZE,
         workers: int = DEFAULT_WORKERS,
+        workers_per_address: int = WORKERS_PER_ADDRESS,
         timeout: float = CONNECT_TIMEOUT,
         progress: Progress | None = None,
     ) -> None:
@@ -364,6 +365,7 @@ class TwinController:
         self.election_id = election_id
         self.batch_size = batch_size
         self.workers = max(1, workers)
+        self.workers_per_address = max(1, workers_per_address)
         self.timeout = timeout
         self.progress = progress
         self.connections: dict[str, CardConnection] = {}
@@ -429,7 +431,7 @@ class TwinController:
         """
         names = list(names)
         addresses = {self._address(name) for name in names}
-        workers = min(self.workers, WORKERS_PER_ADDRESS * len(addresses), max(1, len(names)))
+        workers = min(self.workers, self.workers_per_address * len(addresses), max(1, len(names)))
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="twinnet-ctl") as pool:
             futures = {name: pool.submit(self._in_session, job, name) for name in self._interleaved(names)}
             return {name: futures[name].result() for name in names}

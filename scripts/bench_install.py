@@ -6,6 +6,7 @@
     .venv/bin/python scripts/bench_install.py --case table-ops   # INSERT/MODIFY/DELETE at 65,536 entries
     .venv/bin/python scripts/bench_install.py --processes 2      # the cards spread over 2 processes
     .venv/bin/python scripts/bench_install.py --case ndt-8x8x8-dort --processes 2 --no-verify  # 2.1M entries
+    .venv/bin/python scripts/bench_install.py --case ndt-8x8x8-dort --processes 2 --per-process 3,8
 
 For each case it starts one ``twinnet-switch`` process per card, or with
 ``--processes N`` N processes hosting the cards between them (``--cards``, as the
@@ -185,10 +186,17 @@ def stop_switches(processes: list) -> None:
 
 
 def run_case(
-    name: str, batch_size: int, workers: int, processes: int = 0, verify: bool = True, pipeline: str = "push"
+    name: str,
+    batch_size: int,
+    workers: int,
+    processes: int = 0,
+    verify: bool = True,
+    pipeline: str = "push",
+    per_process: int = WORKERS_PER_ADDRESS,
 ) -> dict:
     """One install case; `processes` 0 starts a process per card, else that many multi-card processes;
-    `pipeline` as TwinController.apply takes it ("push", as the emulation installs, or "auto")."""
+    `pipeline` as TwinController.apply takes it ("push", as the emulation installs, or "auto");
+    `per_process`: cards of one switch process written at once."""
     build, algorithm, switch_to = CASES[name]
     topology = build()
     tables = compute_tables(topology, algorithm)
@@ -209,7 +217,9 @@ def run_case(
             time.sleep(IDLE_SECONDS)  # what the switches use doing nothing, the reference for their CPU
             idle_cpu = (processes_cpu(pids) - idle_cpu) / IDLE_SECONDS
             begin, cpu, switch_cpu = time.monotonic(), time.process_time(), processes_cpu(pids)
-            with TwinController(endpoints, program, batch_size=batch_size, workers=workers) as controller:
+            with TwinController(
+                endpoints, program, batch_size=batch_size, workers=workers, workers_per_address=per_process
+            ) as controller:
                 report = controller.apply(plans, pipeline=pipeline, label=f"install {algorithm}")
                 installed = time.monotonic() - begin
                 controller_cpu = time.process_time() - cpu
@@ -304,10 +314,15 @@ def main() -> int:
     parser.add_argument(
         "--pipeline", choices=("push", "auto"), default="push", help="push the program first (as runs do)"
     )
+    parser.add_argument(
+        "--per-process",
+        default=str(WORKERS_PER_ADDRESS),
+        help="cards of one switch process written at once; a list (3,8) runs each case once per value",
+    )
     args = parser.parse_args()
     print(
         f"machine: {os.cpu_count()} CPUs; {args.batch_size} updates per WriteRequest, "
-        f"{args.workers} workers (at most {WORKERS_PER_ADDRESS} per switch process), "
+        f"at most {args.workers} cards at once, "
         + (f"cards in {args.processes} processes" if args.processes else "one process per card")
         + f", pipeline {args.pipeline}"
     )
@@ -324,27 +339,31 @@ def main() -> int:
                 flush=True,
             )
             continue
-        figures = run_case(
-            name, args.batch_size, args.workers, args.processes, not args.no_verify, args.pipeline
-        )
-        per_entry = 1e6 / figures["entries"]
-        print(
-            f"{figures['case']}: {figures['cards']} cards in {figures['processes']} processes, "
-            f"{figures['entries']} entries ({figures['route_entries']} route entries); "
-            f"switches up in {figures['switch_start_s']:.1f} s; "
-            f"install {figures['install_s']:.2f} s end to end = {figures['entries_per_s']:.0f} entries/s "
-            f"(CPU per entry: controller {figures['controller_cpu_s'] * per_entry:.1f} us, "
-            f"switches {figures['switch_cpu_s'] * per_entry:.1f} us, of which idle "
-            f"{figures['switch_idle_cpu'] * figures['install_s'] * per_entry:.1f} us); "
-            + verified_text(figures),
-            flush=True,
-        )
-        if figures["live"]:
-            algorithm, seconds, written = figures["live"]
-            print(
-                f"  live switch to {algorithm}: {written} updates (read back, diff, write) in {seconds:.2f} s"
-            )
+        for per_process in [int(value) for value in args.per_process.split(",")]:
+            report_case(args, name, per_process)
     return 0
+
+
+def report_case(args: argparse.Namespace, name: str, per_process: int) -> None:
+    """Run one install case and print its figures."""
+    figures = run_case(
+        name, args.batch_size, args.workers, args.processes, not args.no_verify, args.pipeline, per_process
+    )
+    per_entry = 1e6 / figures["entries"]
+    print(
+        f"{figures['case']}: {figures['cards']} cards in {figures['processes']} processes "
+        f"(at most {per_process} of a process at once), "
+        f"{figures['entries']} entries ({figures['route_entries']} route entries); "
+        f"switches up in {figures['switch_start_s']:.1f} s; "
+        f"install {figures['install_s']:.2f} s end to end = {figures['entries_per_s']:.0f} entries/s "
+        f"(CPU per entry: controller {figures['controller_cpu_s'] * per_entry:.1f} us, "
+        f"switches {figures['switch_cpu_s'] * per_entry:.1f} us, of which idle "
+        f"{figures['switch_idle_cpu'] * figures['install_s'] * per_entry:.1f} us); " + verified_text(figures),
+        flush=True,
+    )
+    if figures["live"]:
+        algorithm, seconds, written = figures["live"]
+        print(f"  live switch to {algorithm}: {written} updates (read back, diff, write) in {seconds:.2f} s")
 
 
 if __name__ == "__main__":

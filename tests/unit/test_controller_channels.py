@@ -39,11 +39,12 @@ def busiest(addresses: dict[str, str], workers: int) -> tuple[dict[str, int], in
     import time
     from types import SimpleNamespace
 
-    from controller.install import TwinController
+    from controller.install import WORKERS_PER_ADDRESS, TwinController
 
     controller = TwinController.__new__(TwinController)
     controller.endpoints = {name: SimpleNamespace(grpc_address=where) for name, where in addresses.items()}
     controller.workers, controller.keep_sessions = workers, True
+    controller.workers_per_address = WORKERS_PER_ADDRESS
     lock = threading.Lock()
     running: dict[str, int] = {}
     most: dict[str, int] = {}
