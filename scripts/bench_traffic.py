@@ -17,7 +17,10 @@ left out), so the figure compares directly with one isolated card's frames per
 CPU-second. That reference is measured first, in the same run, with scripts/bench_switch.py's
 set-up (one card between a flood generator and a sink, a host's first hop), and every
 step prints the ratio (issue 15's goal: at least 0.5). The switches' CPU share of the
-window (CPU-seconds per second, on all cores) says how close to CPU-bound the step was.
+window (CPU-seconds per second, on all cores) and the rest of the machine's ("other": the
+sender and receivers, the kernel's work for them, anything else running) say how close to
+CPU-bound the step was; "cores@20k" is what carrying 20,000 probes/s (issue 15's goal)
+would take at the step's CPU cost per received probe, switches and the rest together.
 The injector alone (no cards) is measured too, on a veth pair, so that its own ceiling
 is known.
 """
@@ -33,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,6 +52,9 @@ from emulation.packets import now_us  # noqa: E402
 from emulation.run import RunSettings, plan_run, run_on_network  # noqa: E402
 from emulation.traffic import HostEndpoint, TrafficEngine, make_schedule  # noqa: E402
 from topologies.build import add_topology_arguments, topology_from_args  # noqa: E402
+
+#: issue 15's goal: probes per second 3DT 4x4x4 carries with no late sends
+GOAL_PPS = 20_000
 
 
 def injector_ceiling(probes: int = 20000) -> dict:
@@ -109,14 +116,22 @@ def isolated_card(seconds: float = 3.0) -> dict:
     return {"frames_per_s": round(rate), "frames_per_cpu_s": round(per_cpu_s)}
 
 
-class CpuSampler:
-    """The switch processes' CPU-seconds sampled every ``period`` s, to read off any window later."""
+def machine_busy_s() -> float:
+    """CPU-seconds the whole machine has spent not idle since boot, on all cores (/proc/stat)."""
+    with open("/proc/stat") as handle:
+        fields = [int(value) for value in handle.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, pids: set[int], period: float = 0.05) -> None:
-        self.pids = pids
+
+class CpuSampler:
+    """CPU-seconds counters (``name -> read()``) sampled every ``period`` s, to read off any window later."""
+
+    def __init__(self, counters: dict[str, Callable[[], float]], period: float = 0.05) -> None:
+        self.counters = counters
         self.period = period
-        #: (the probes' clock, packets.now_us(); CPU-seconds so far)
-        self.samples: list[tuple[int, float]] = []
+        #: (the probes' clock, packets.now_us(); each counter's CPU-seconds so far)
+        self.samples: list[tuple[int, dict[str, float]]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -130,14 +145,14 @@ class CpuSampler:
 
     def _run(self) -> None:
         while True:
-            self.samples.append((now_us(), sum(process_cpu_s(self.pids).values())))
+            self.samples.append((now_us(), {name: read() for name, read in self.counters.items()}))
             if self._stop.wait(self.period):
                 return
 
-    def between(self, start_us: int, end_us: int) -> float:
-        """CPU-seconds spent from ``start_us`` to ``end_us`` (probe stamps), interpolated between samples."""
+    def between(self, name: str, start_us: int, end_us: int) -> float:
+        """CPU-seconds counter ``name`` grew from ``start_us`` to ``end_us`` (probe stamps), interpolated."""
         times = np.array([t for t, _ in self.samples], dtype=np.float64)
-        cpu = np.array([c for _, c in self.samples])
+        cpu = np.array([values[name] for _, values in self.samples])
         return float(np.interp(end_us, times, cpu) - np.interp(start_us, times, cpu))
 
 
@@ -173,7 +188,8 @@ def main() -> int:
         results["switch_processes"] = len(pids)
         print(
             f"{'pps/host':>9} {'offered':>9} {'carried/s':>11} {'lost':>6} {'late':>6} {'p50 us':>9} "
-            f"{'p99 us':>9} {'visits/CPU-s':>13} {'x alone':>7} {'CPU/s':>6} equal"
+            f"{'p99 us':>9} {'visits/CPU-s':>13} {'x alone':>7} {'CPU/s':>6} {'other':>6} "
+            f"{'cores@20k':>9} equal"
         )
         for rate in [float(value) for value in args.rates.split(",")]:
             settings = RunSettings(
@@ -185,7 +201,8 @@ def main() -> int:
                 check_capacity=False,
             )
             plan = plan_run(topology, settings)
-            with CpuSampler(pids) as sampler:
+            counters = {"switches": lambda: sum(process_cpu_s(pids).values()), "machine": machine_busy_s}
+            with CpuSampler(counters) as sampler:
                 outcome = run_on_network(plan, network, show_bars=False)
             received = [r for r in outcome.results if r.arrival is not None]
             visits = sum(len(r.arrival.hops) for r in received)
@@ -195,7 +212,10 @@ def main() -> int:
             first_send_us = min((r.send_us for r in received), default=0)
             last_arrival_us = max((r.arrival.receive_us for r in received), default=0)
             span_s = (last_arrival_us - first_send_us) / 1e6
-            switch_cpu = sampler.between(first_send_us, last_arrival_us) if span_s > 0 else 0.0
+            switch_cpu = sampler.between("switches", first_send_us, last_arrival_us) if span_s > 0 else 0.0
+            machine_cpu = sampler.between("machine", first_send_us, last_arrival_us) if span_s > 0 else 0.0
+            # everything but the switches: the sender and receivers, the kernel's work for them, the rest
+            other_cpu = max(0.0, machine_cpu - switch_cpu)
             per_cpu_s = round(visits / switch_cpu) if switch_cpu > 0 else None
             step = {
                 "rate_pps_per_host": rate,
@@ -211,6 +231,11 @@ def main() -> int:
                 "card_visits": visits,
                 "switch_cpu_s": round(switch_cpu, 2),
                 "switch_cpu_per_s": round(switch_cpu / span_s, 2) if span_s > 0 else None,
+                "other_cpu_per_s": round(other_cpu / span_s, 2) if span_s > 0 else None,
+                # the cores this step's costs per probe would need at GOAL_PPS (issue 15)
+                "cores_for_goal": round(GOAL_PPS * (switch_cpu + other_cpu) / len(received), 2)
+                if received
+                else None,
                 "visits_per_cpu_s": per_cpu_s,
                 "visits_per_cpu_s_vs_alone": round(per_cpu_s / reference, 2) if per_cpu_s else None,
             }
@@ -220,7 +245,8 @@ def main() -> int:
                 f"{rate:>9g} {step['offered_pps']:>9} {step['carried_pps'] or 0:>11} {step['lost']:>6} "
                 f"{step['late_probes']:>6} {latency['p50'] or 0:>9.0f} {latency['p99'] or 0:>9.0f} "
                 f"{per_cpu_s or 0:>13} {step['visits_per_cpu_s_vs_alone'] or 0:>7.2f} "
-                f"{step['switch_cpu_per_s'] or 0:>6} {equal}"
+                f"{step['switch_cpu_per_s'] or 0:>6} {step['other_cpu_per_s'] or 0:>6} "
+                f"{step['cores_for_goal'] or 0:>9} {equal}"
             )
     results["steps"] = steps
     results["topology"] = topology.counts()
