@@ -81,13 +81,23 @@ class CardFollow:
             self.host_cells.append((cells, pes, pes.size == net.num_pes))
         #: the ports some card has, in order
         self.ports = np.flatnonzero((net.port_kind != 0).any(axis=0))
-        self._buffer = np.zeros(0)
+        self._sources: tuple[int, np.ndarray, np.ndarray] = (-1, np.zeros(0), np.zeros(0))
 
-    def buffer(self, size: int) -> np.ndarray:
-        """At least `size` float zeros, kept from block to block (the caller zeroes what it sets)."""
-        if self._buffer.size < size:
-            self._buffer = np.zeros(size)
-        return self._buffer[:size]
+    def sources_of(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per (card, port): where the load of an entry there is read in a block of `rows` rows, as
+        base + row * step into the block's cell loads followed by its (PEs, rows) weights: an inner
+        entry's at the cell of the card at the far end of the link, a first hop's at its PE's weight."""
+        if self._sources[0] != rows:
+            net = self.spec.network
+            cells = rows * self.cards
+            wide = cells + net.num_pes * rows >= 1 << 31
+            dtype = np.int64 if wide else np.int32
+            host = net.host_at.ravel().astype(dtype)
+            peer = np.maximum(net.peer_card.ravel(), 0).astype(dtype)
+            base = np.where(host >= 0, cells + host * rows, peer).astype(dtype)
+            step = np.where(host >= 0, 1, self.cards).astype(dtype)
+            self._sources = (rows, base, step)
+        return self._sources[1], self._sources[2]
 
     def add(self, totals: Totals, grids: BlockGrids, matrix: np.ndarray | None = None) -> None:
         """Add the block's figures to `totals` (with `matrix`, the traffic's PEs x block weights)."""
@@ -187,16 +197,18 @@ class _Block:
         """First hops' weights per cell added in port order (w1 + w2 ...; 0.0 without), from the PEs x
         block weight matrix (a PE's weight to itself is 0 there, so adding it changes nothing)."""
         follow = self.follow
-        heads = np.zeros((follow.cards, follow.classes, self.count))
-        padded = np.concatenate((matrix, np.zeros((1, matrix.shape[1]))))  # row -1: no PE, weight 0.0
+        heads = np.zeros((self.count, follow.classes, follow.cards))
+        padded = None  # row -1: no PE, weight 0.0 (only the second and later slots have gaps)
         for cls, (cards, slots) in enumerate(follow.slots):
             if not slots.size:
                 continue
-            total = padded[slots[0]]  # 0.0 + w1 is w1
+            total = matrix[slots[0]]  # 0.0 + w1 is w1
             for pes in slots[1:]:
+                if padded is None:
+                    padded = np.concatenate((matrix, np.zeros((1, matrix.shape[1]))))
                 total += padded[pes]
-            heads[cards, cls, :] = total
-        return np.ascontiguousarray(heads.transpose(2, 1, 0)).reshape(self.rows, follow.cards)
+            heads[:, cls, cards] = total.T
+        return heads.reshape(self.rows, follow.cards)
 
     @cached_property
     def cells(self) -> np.ndarray:
@@ -322,24 +334,22 @@ class _Block:
     def _fold_loads(self, totals: Totals, load: np.ndarray, matrix: np.ndarray, inbound: np.ndarray) -> None:
         """Link and channel loads, each entry's load added one by one in table order.
 
-        The entries' loads are laid out on the block's dense (destination, class, card, port) cells
-        (the inner entries' at the far end of the link they come from, the first hops' at the host
-        ports) and read back through the entry marks, in table order. A card's entries all send on
-        its link and channel, so the link and channel of each entry are its card's, repeated.
+        Each entry's load is read where it comes from (``CardFollow.sources_of``): an inner entry's from
+        the cell of the card at the far end of its ingress link, a first hop's from the weight matrix.
+        A card's entries all send on its link and channel, so the link and channel of each entry are
+        its card's, repeated.
         """
         assert totals.link_load is not None and totals.channel_load is not None
         follow = self.follow
-        width, cards = follow.width, follow.cards
-        plane = width * cards
-        values = follow.buffer(self.rows * plane + 1)  # only the marked cells are read, all set below
-        spare = self.rows * plane  # takes the loads of the cards that deliver
-        index = np.int32 if spare < 1 << 31 else np.int64
-        row_of = np.arange(self.rows, dtype=index) * index(plane)
-        values[np.where(self.moving, row_of[:, None] + self.arrive, spare).ravel()] = load
-        for cls, (cell, pes, every) in enumerate(follow.host_cells):
-            weights = matrix if every else matrix[pes, :]  # (PEs, rows of the class), as the cells below
-            values[cell[:, None] + row_of[None, cls :: follow.classes]] = weights
-        entries = values.take(self.cells)
+        if follow.classes > 1:  # a column per row (destination, class): the destination's weights
+            matrix = np.repeat(matrix, follow.classes, axis=1)
+        source = np.concatenate((load, matrix.ravel()))
+        base, step = follow.sources_of(self.rows)
+        cell = self.cells
+        dtype = base.dtype if base.dtype.itemsize > cell.dtype.itemsize else cell.dtype
+        row = cell // cell.dtype.type(follow.width * follow.cards)
+        at = cell - row * cell.dtype.type(follow.width * follow.cards)  # card * width + ingress port
+        entries = source.take(base.take(at) + row.astype(dtype, copy=False) * step.take(at))
         counts = inbound.ravel()
         link = self.link.astype(np.intp)  # np.add.at is faster with native indices
         channel = link * totals.queue_stride + self.queue
