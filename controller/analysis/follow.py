@@ -141,26 +141,32 @@ class _Block:
 
     def _remaining(self) -> None:
         """External and internal links from each reached card to delivery, by pointer doubling on the
-        cards; a pointer that never reaches delivery is a loop (AllPairs of the block then names it)."""
+        cards; a pointer that never reaches delivery is a loop (AllPairs of the block then names it).
+
+        Each cell holds its links so far and the cell it points to in one int64 (value << 32 | cell),
+        so that a round reads both with one look-up: value + the pointed value, and its pointer."""
         size = self.rows * self.follow.cards
         sink = size
-        value = np.zeros(size + 1, dtype=np.int32)  # the sink's value stays 0
-        PACKED_LINKS.take(self.kind, out=value[:size].reshape(self.kind.shape))
+        low = np.int64((1 << 32) - 1)
+        value = PACKED_LINKS.take(self.kind).ravel()
         if not self.everywhere:
-            value[:size][~self.reached.ravel()] = 0
-        pointer = np.full(size + 1, sink, dtype=np.int32)
-        np.copyto(pointer[:size].reshape(self.parent.shape), self.parent, where=self.moving)
-        step, after = np.empty_like(value), np.empty_like(pointer)
-        for _ in range(math.ceil(math.log2(max(2, size))) + 1):
+            value[~self.reached.ravel()] = 0
+        packed = np.full(size + 1, sink, dtype=np.int64)  # the sink: value 0, pointing to itself
+        np.copyto(packed[:size].reshape(self.parent.shape), self.parent, where=self.moving)
+        packed[:size] |= value.astype(np.int64) << 32
+        pointer, gathered = np.empty_like(packed), np.empty_like(packed)
+        for _ in range(math.ceil(math.log2(max(2, size))) + 2):
+            np.bitwise_and(packed, low, out=pointer)
             if pointer.min() == sink:  # every pointer rests on the sink (the largest index)
                 break
-            value += np.take(value, pointer, out=step, mode="clip")  # indices are valid: no checked copy
-            pointer, after = np.take(pointer, pointer, out=after, mode="clip"), pointer
+            packed.take(pointer, out=gathered, mode="clip")  # indices are valid: no checked copy
+            packed &= ~low
+            packed += gathered  # (value + pointed value) << 32 | pointed pointer
         if pointer.min() != sink:
             grids = self.grids
             AllPairs(grids.tables(), grids.first, grids.last)  # raises RoutingLoopError with a pair
             raise AssertionError("a loop in the grids that the block's tables do not show")
-        value = value[:size].reshape(self.rows, -1)
+        value = (packed[:size] >> 32).astype(np.int32).reshape(self.rows, -1)
         self.rest_external, self.rest_internal = value >> 16, value & ((1 << 16) - 1)
 
     def _card_loads(self, heads: np.ndarray) -> np.ndarray:
