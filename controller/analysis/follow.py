@@ -183,20 +183,20 @@ class _Block:
         first; a card's children all have one link more than it) and within a level by the port they
         arrive on: the order AllPairs.loads adds them in."""
         width = self.follow.width
-        depth = (self.rest_external + self.rest_internal).ravel()
-        inner = np.flatnonzero(self.moving.ravel())
-        if not inner.size:
+        moving = self.moving.ravel()
+        depth = (self.rest_external + self.rest_internal).ravel()  # 0 on the cells that do not move
+        top = int(depth.max(initial=0))
+        inner = int(np.count_nonzero(moving))
+        if not inner:
             return []
-        depth = depth[inner]
-        top = int(depth.max())
-        key = (top - depth) * width + self.follow.port_of_link[self.arrive.ravel()[inner]]
-        size = (top + 1) * width  # a one-byte key sorts in one radix pass
-        key = key.astype(np.uint8 if size <= 1 << 8 else np.uint16 if size <= 1 << 16 else np.int64)
-        rank = np.argsort(key, kind="stable")
-        order = inner[rank]
-        sizes = np.bincount(top - depth, minlength=top + 1)
-        bounds = np.cumsum(sizes[sizes > 0])[:-1]  # deepest first, the levels no cell has left out
-        parent = self.parent.ravel()[order]
+        size = (top + 1) * width  # the cells that do not move sort last, on key `size`
+        port = self.follow.port_of_link.take(self.arrive.ravel(), mode="clip")  # -1 (no move): left out
+        key = np.where(moving, (top - depth) * width + port, size)
+        key = key.astype(np.uint8 if size < 1 << 8 else np.uint16 if size < 1 << 16 else np.int64)
+        order = np.argsort(key, kind="stable")[:inner]  # a one-byte key sorts in one radix pass
+        per_level = np.bincount(key, minlength=size + 1)[:size].reshape(top + 1, width).sum(axis=1)
+        bounds = np.cumsum(per_level[per_level > 0])[:-1]  # deepest first, the levels no cell has left out
+        parent = self.parent.ravel().take(order)
         return list(zip(np.split(order, bounds), np.split(parent, bounds), strict=True))
 
     def _head_weights(self, matrix: np.ndarray) -> np.ndarray:
