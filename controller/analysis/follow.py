@@ -81,23 +81,11 @@ class CardFollow:
             self.host_cells.append((cells, pes, pes.size == net.num_pes))
         #: the ports some card has, in order
         self.ports = np.flatnonzero((net.port_kind != 0).any(axis=0))
-        self._sources: tuple[int, np.ndarray, np.ndarray] = (-1, np.zeros(0), np.zeros(0))
-
-    def sources_of(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per (card, port): where the load of an entry there is read in a block of `rows` rows, as
-        base + row * step into the block's cell loads followed by its (PEs, rows) weights: an inner
-        entry's at the cell of the card at the far end of the link, a first hop's at its PE's weight."""
-        if self._sources[0] != rows:
-            net = self.spec.network
-            cells = rows * self.cards
-            wide = cells + net.num_pes * rows >= 1 << 31
-            dtype = np.int64 if wide else np.int32
-            host = net.host_at.ravel().astype(dtype)
-            peer = np.maximum(net.peer_card.ravel(), 0).astype(dtype)
-            base = np.where(host >= 0, cells + host * rows, peer).astype(dtype)
-            step = np.where(host >= 0, 1, self.cards).astype(dtype)
-            self._sources = (rows, base, step)
-        return self._sources[1], self._sources[2]
+        #: per link id card * width + port, where the load of an entry there is read in its row of the
+        #: fold's loads (a row: the cells' loads, then the PEs' weights): an inner entry's at the card at
+        #: the far end of its ingress link, a first hop's at its PE's weight
+        host, peer = net.host_at.ravel(), net.peer_card.ravel()
+        self.source_at = np.where(host >= 0, self.cards + host, np.maximum(peer, 0)).astype(np.int32)
 
     def add(self, totals: Totals, grids: BlockGrids, matrix: np.ndarray | None = None) -> None:
         """Add the block's figures to `totals` (with `matrix`, the traffic's PEs x block weights)."""
@@ -340,22 +328,23 @@ class _Block:
     def _fold_loads(self, totals: Totals, load: np.ndarray, matrix: np.ndarray, inbound: np.ndarray) -> None:
         """Link and channel loads, each entry's load added one by one in table order.
 
-        Each entry's load is read where it comes from (``CardFollow.sources_of``): an inner entry's from
+        Each entry's load is read where it comes from (``CardFollow.source_at``): an inner entry's from
         the cell of the card at the far end of its ingress link, a first hop's from the weight matrix.
         A card's entries all send on its link and channel, so the link and channel of each entry are
         its card's, repeated.
         """
         assert totals.link_load is not None and totals.channel_load is not None
         follow = self.follow
-        if follow.classes > 1:  # a column per row (destination, class): the destination's weights
-            matrix = np.repeat(matrix, follow.classes, axis=1)
-        source = np.concatenate((load, matrix.ravel()))
-        base, step = follow.sources_of(self.rows)
+        weights = matrix.T if follow.classes == 1 else np.repeat(matrix.T, follow.classes, axis=0)
+        # per row (destination, class): its cells' loads, then its PEs' weights
+        source = np.concatenate((load.reshape(self.rows, -1), weights), axis=1).ravel()
+        plane = follow.width * follow.cards
         cell = self.cells
-        dtype = base.dtype if base.dtype.itemsize > cell.dtype.itemsize else cell.dtype
-        row = cell // cell.dtype.type(follow.width * follow.cards)
-        at = cell - row * cell.dtype.type(follow.width * follow.cards)  # card * width + ingress port
-        entries = source.take(base.take(at) + row.astype(dtype, copy=False) * step.take(at))
+        dtype = np.int32 if source.size < 1 << 31 else np.int64
+        row = cell // cell.dtype.type(plane)
+        at = cell - row * cell.dtype.type(plane)  # card * width + ingress port
+        stride = dtype(follow.cards + follow.spec.network.num_pes)
+        entries = source.take(row.astype(dtype, copy=False) * stride + follow.source_at.take(at))
         counts = inbound.ravel()
         link = self.link.astype(np.intp)  # np.add.at is faster with native indices
         channel = link * totals.queue_stride + self.queue
