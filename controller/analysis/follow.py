@@ -381,17 +381,17 @@ class _Block:
             return
         found._grow(int((self.queue if self.everywhere else self.queue[reached]).max()) + 1)
         s, width = found.stride, self.follow.width
-        dtype = np.int32 if found.edge_flags.size < 1 << 31 else np.int64
         card_link = self.kind != HOST
         if not self.everywhere:
             card_link &= reached
-        channel = self.link.astype(dtype) * s + self.queue
+        card_link = card_link.ravel()
+        channel = (self.link.astype(np.intp) * s + self.queue).ravel()  # native indices: no converted copy
         found.channel_flags[channel[card_link]] = True
-        parent = np.where(card_link, self.parent, 0).ravel()
-        follows = card_link.ravel() & card_link.ravel().take(parent)
-        tail = (self.egress.astype(dtype) * s + self.queue).ravel()
+        # the second channel: the next card's, -1 where that card delivers (or the cell does not send)
+        tail = np.where(card_link, (self.egress.astype(np.intp) * s + self.queue).ravel(), -1)
+        after = tail.take(self.parent.ravel(), mode="clip")  # a cell that delivers points before its row
         spare = found.edge_flags.size - 1
-        found.edge_flags[np.where(follows, channel.ravel() * (width * s) + tail[parent], spare)] = True
+        found.edge_flags[np.where(card_link & (after >= 0), channel * (width * s) + after, spare)] = True
 
     def _add_entry_dependencies(self, totals: Totals, entries, queue: np.ndarray) -> None:
         """Channels and dependencies per entry (VCs that depend on the ingress port)."""
