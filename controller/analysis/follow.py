@@ -143,13 +143,15 @@ class _Block:
         np.copyto(packed[:size].reshape(self.parent.shape), self.parent, where=self.moving)
         packed[:size] |= value.astype(np.int64) << 32
         pointer, gathered = np.empty_like(packed), np.empty_like(packed)
-        for _ in range(math.ceil(math.log2(max(2, size))) + 2):
+        for _ in range(math.ceil(math.log2(max(2, size))) + 1):
             np.bitwise_and(packed, low, out=pointer)
             if pointer.min() == sink:  # every pointer rests on the sink (the largest index)
                 break
             packed.take(pointer, out=gathered, mode="clip")  # indices are valid: no checked copy
             packed &= ~low
             packed += gathered  # (value + pointed value) << 32 | pointed pointer
+        else:
+            np.bitwise_and(packed, low, out=pointer)  # the pointers after the last round
         if pointer.min() != sink:
             grids = self.grids
             AllPairs(grids.tables(), grids.first, grids.last)  # raises RoutingLoopError with a pair
