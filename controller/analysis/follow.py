@@ -182,8 +182,7 @@ class _Block:
         size = (top + 1) * width  # the cells that do not move sort last, on key `size`
         port = self.follow.port_of_link.take(self.arrive.ravel(), mode="clip")  # -1 (no move): left out
         key = np.where(moving, (top - depth) * width + port, size)
-        key = key.astype(np.uint8 if size < 1 << 8 else np.uint16 if size < 1 << 16 else np.int64)
-        order = np.argsort(key, kind="stable")[:inner]  # a one-byte key sorts in one radix pass
+        order = _stable_order(key, size)[:inner]
         per_level = np.bincount(key, minlength=size + 1)[:size].reshape(top + 1, width).sum(axis=1)
         bounds = np.cumsum(per_level[per_level > 0])[:-1]  # deepest first, the levels no cell has left out
         parent = self.parent.ravel().take(order)
@@ -427,6 +426,19 @@ def _among(codes: np.ndarray, chosen: tuple[int, ...]) -> np.ndarray:
     table = np.zeros(256, dtype=bool)
     table[np.asarray(chosen, dtype=codes.dtype).view(np.uint8)] = True
     return table.take(codes.view(np.uint8))
+
+
+def _stable_order(key: np.ndarray, top: int) -> np.ndarray:
+    """``np.argsort(key, kind="stable")`` of keys 0 .. `top`: each key and its index packed in one unsigned
+    integer and sorted (numpy's default sort of 32-bit integers is vectorised: ~2x a stable argsort)."""
+    shift = max(1, (key.size - 1).bit_length())
+    bits = shift + max(1, top.bit_length())
+    if bits > 64:
+        return np.argsort(key, kind="stable")
+    dtype = np.uint32 if bits <= 32 else np.uint64
+    packed = (key.astype(dtype) << dtype(shift)) | np.arange(key.size, dtype=dtype)
+    packed.sort()
+    return (packed & dtype((1 << shift) - 1)).astype(np.intp)
 
 
 def _running_sum(total: np.ndarray, index: np.ndarray, weights: np.ndarray) -> np.ndarray:
