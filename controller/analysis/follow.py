@@ -72,15 +72,6 @@ class CardFollow:
         link = np.arange(self.cards * self.width, dtype=np.int32)
         #: per link id card * width + port: the port
         self.port_of_link = link % self.width
-        #: per class, (card * width + port, PE, every PE) of its source PEs: their host ports' cells in
-        #: a row (every PE: the class has all PEs, in order)
-        self.host_cells = []
-        for cls in range(self.classes):
-            pes = np.flatnonzero(spec.source_class == cls)
-            cells = net.pe_card[pes].astype(np.int64) * self.width + net.pe_port[pes]
-            self.host_cells.append((cells, pes, pes.size == net.num_pes))
-        #: the ports some card has, in order
-        self.ports = np.flatnonzero((net.port_kind != 0).any(axis=0))
         #: per link id card * width + port, where the load of an entry there is read in its row of the
         #: fold's loads (a row: the cells' loads, then the PEs' weights): an inner entry's at the card at
         #: the far end of its ingress link, a first hop's at its PE's weight
