@@ -72,22 +72,11 @@ class CardFollow:
         link = np.arange(self.cards * self.width, dtype=np.int32)
         #: per link id card * width + port: the port
         self.port_of_link = link % self.width
-        #: per class, (card * width + port, PE, every PE) of its source PEs: their host ports' cells in
-        #: a row (every PE: the class has all PEs, in order)
-        self.host_cells = []
-        for cls in range(self.classes):
-            pes = np.flatnonzero(spec.source_class == cls)
-            cells = net.pe_card[pes].astype(np.int64) * self.width + net.pe_port[pes]
-            self.host_cells.append((cells, pes, pes.size == net.num_pes))
-        #: the ports some card has, in order
-        self.ports = np.flatnonzero((net.port_kind != 0).any(axis=0))
-        self._buffer = np.zeros(0)
-
-    def buffer(self, size: int) -> np.ndarray:
-        """At least `size` float zeros, kept from block to block (the caller zeroes what it sets)."""
-        if self._buffer.size < size:
-            self._buffer = np.zeros(size)
-        return self._buffer[:size]
+        #: per link id card * width + port, where the load of an entry there is read in its row of the
+        #: fold's loads (a row: the cells' loads, then the PEs' weights): an inner entry's at the card at
+        #: the far end of its ingress link, a first hop's at its PE's weight
+        host, peer = net.host_at.ravel(), net.peer_card.ravel()
+        self.source_at = np.where(host >= 0, self.cards + host, np.maximum(peer, 0)).astype(np.int32)
 
     def add(self, totals: Totals, grids: BlockGrids, matrix: np.ndarray | None = None) -> None:
         """Add the block's figures to `totals` (with `matrix`, the traffic's PEs x block weights)."""
@@ -131,26 +120,34 @@ class _Block:
 
     def _remaining(self) -> None:
         """External and internal links from each reached card to delivery, by pointer doubling on the
-        cards; a pointer that never reaches delivery is a loop (AllPairs of the block then names it)."""
+        cards; a pointer that never reaches delivery is a loop (AllPairs of the block then names it).
+
+        Each cell holds its links so far and the cell it points to in one int64 (value << 32 | cell),
+        so that a round reads both with one look-up: value + the pointed value, and its pointer."""
         size = self.rows * self.follow.cards
         sink = size
-        value = np.zeros(size + 1, dtype=np.int32)  # the sink's value stays 0
-        PACKED_LINKS.take(self.kind, out=value[:size].reshape(self.kind.shape))
+        low = np.int64((1 << 32) - 1)
+        value = PACKED_LINKS.take(self.kind).ravel()
         if not self.everywhere:
-            value[:size][~self.reached.ravel()] = 0
-        pointer = np.full(size + 1, sink, dtype=np.int32)
-        np.copyto(pointer[:size].reshape(self.parent.shape), self.parent, where=self.moving)
-        step, after = np.empty_like(value), np.empty_like(pointer)
+            value[~self.reached.ravel()] = 0
+        packed = np.full(size + 1, sink, dtype=np.int64)  # the sink: value 0, pointing to itself
+        np.copyto(packed[:size].reshape(self.parent.shape), self.parent, where=self.moving)
+        packed[:size] |= value.astype(np.int64) << 32
+        pointer, gathered = np.empty_like(packed), np.empty_like(packed)
         for _ in range(math.ceil(math.log2(max(2, size))) + 1):
+            np.bitwise_and(packed, low, out=pointer)
             if pointer.min() == sink:  # every pointer rests on the sink (the largest index)
                 break
-            value += np.take(value, pointer, out=step, mode="clip")  # indices are valid: no checked copy
-            pointer, after = np.take(pointer, pointer, out=after, mode="clip"), pointer
+            packed.take(pointer, out=gathered, mode="clip")  # indices are valid: no checked copy
+            packed &= ~low
+            packed += gathered  # (value + pointed value) << 32 | pointed pointer
+        else:
+            np.bitwise_and(packed, low, out=pointer)  # the pointers after the last round
         if pointer.min() != sink:
             grids = self.grids
             AllPairs(grids.tables(), grids.first, grids.last)  # raises RoutingLoopError with a pair
             raise AssertionError("a loop in the grids that the block's tables do not show")
-        value = value[:size].reshape(self.rows, -1)
+        value = (packed[:size] >> 32).astype(np.int32).reshape(self.rows, -1)
         self.rest_external, self.rest_internal = value >> 16, value & ((1 << 16) - 1)
 
     def _card_loads(self, heads: np.ndarray) -> np.ndarray:
@@ -167,36 +164,37 @@ class _Block:
         first; a card's children all have one link more than it) and within a level by the port they
         arrive on: the order AllPairs.loads adds them in."""
         width = self.follow.width
-        depth = (self.rest_external + self.rest_internal).ravel()
-        inner = np.flatnonzero(self.moving.ravel())
-        if not inner.size:
+        moving = self.moving.ravel()
+        depth = (self.rest_external + self.rest_internal).ravel()  # 0 on the cells that do not move
+        top = int(depth.max(initial=0))
+        inner = int(np.count_nonzero(moving))
+        if not inner:
             return []
-        depth = depth[inner]
-        top = int(depth.max())
-        key = (top - depth) * width + self.follow.port_of_link[self.arrive.ravel()[inner]]
-        size = (top + 1) * width  # a one-byte key sorts in one radix pass
-        key = key.astype(np.uint8 if size <= 1 << 8 else np.uint16 if size <= 1 << 16 else np.int64)
-        rank = np.argsort(key, kind="stable")
-        order = inner[rank]
-        sizes = np.bincount(top - depth, minlength=top + 1)
-        bounds = np.cumsum(sizes[sizes > 0])[:-1]  # deepest first, the levels no cell has left out
-        parent = self.parent.ravel()[order]
+        size = (top + 1) * width  # the cells that do not move sort last, on key `size`
+        port = self.follow.port_of_link.take(self.arrive.ravel(), mode="clip")  # -1 (no move): left out
+        key = np.where(moving, (top - depth) * width + port, size)
+        order = _stable_order(key, size)[:inner]
+        per_level = np.bincount(key, minlength=size + 1)[:size].reshape(top + 1, width).sum(axis=1)
+        bounds = np.cumsum(per_level[per_level > 0])[:-1]  # deepest first, the levels no cell has left out
+        parent = self.parent.ravel().take(order)
         return list(zip(np.split(order, bounds), np.split(parent, bounds), strict=True))
 
     def _head_weights(self, matrix: np.ndarray) -> np.ndarray:
         """First hops' weights per cell added in port order (w1 + w2 ...; 0.0 without), from the PEs x
         block weight matrix (a PE's weight to itself is 0 there, so adding it changes nothing)."""
         follow = self.follow
-        heads = np.zeros((follow.cards, follow.classes, self.count))
-        padded = np.concatenate((matrix, np.zeros((1, matrix.shape[1]))))  # row -1: no PE, weight 0.0
+        heads = np.zeros((self.count, follow.classes, follow.cards))
+        padded = None  # row -1: no PE, weight 0.0 (only the second and later slots have gaps)
         for cls, (cards, slots) in enumerate(follow.slots):
             if not slots.size:
                 continue
-            total = padded[slots[0]]  # 0.0 + w1 is w1
+            total = matrix[slots[0]]  # 0.0 + w1 is w1
             for pes in slots[1:]:
+                if padded is None:
+                    padded = np.concatenate((matrix, np.zeros((1, matrix.shape[1]))))
                 total += padded[pes]
-            heads[cards, cls, :] = total
-        return np.ascontiguousarray(heads.transpose(2, 1, 0)).reshape(self.rows, follow.cards)
+            heads[:, cls, cards] = total.T
+        return heads.reshape(self.rows, follow.cards)
 
     @cached_property
     def cells(self) -> np.ndarray:
@@ -322,24 +320,23 @@ class _Block:
     def _fold_loads(self, totals: Totals, load: np.ndarray, matrix: np.ndarray, inbound: np.ndarray) -> None:
         """Link and channel loads, each entry's load added one by one in table order.
 
-        The entries' loads are laid out on the block's dense (destination, class, card, port) cells
-        (the inner entries' at the far end of the link they come from, the first hops' at the host
-        ports) and read back through the entry marks, in table order. A card's entries all send on
-        its link and channel, so the link and channel of each entry are its card's, repeated.
+        Each entry's load is read where it comes from (``CardFollow.source_at``): an inner entry's from
+        the cell of the card at the far end of its ingress link, a first hop's from the weight matrix.
+        A card's entries all send on its link and channel, so the link and channel of each entry are
+        its card's, repeated.
         """
         assert totals.link_load is not None and totals.channel_load is not None
         follow = self.follow
-        width, cards = follow.width, follow.cards
-        plane = width * cards
-        values = follow.buffer(self.rows * plane + 1)  # only the marked cells are read, all set below
-        spare = self.rows * plane  # takes the loads of the cards that deliver
-        index = np.int32 if spare < 1 << 31 else np.int64
-        row_of = np.arange(self.rows, dtype=index) * index(plane)
-        values[np.where(self.moving, row_of[:, None] + self.arrive, spare).ravel()] = load
-        for cls, (cell, pes, every) in enumerate(follow.host_cells):
-            weights = matrix if every else matrix[pes, :]  # (PEs, rows of the class), as the cells below
-            values[cell[:, None] + row_of[None, cls :: follow.classes]] = weights
-        entries = values.take(self.cells)
+        weights = matrix.T if follow.classes == 1 else np.repeat(matrix.T, follow.classes, axis=0)
+        # per row (destination, class): its cells' loads, then its PEs' weights
+        source = np.concatenate((load.reshape(self.rows, -1), weights), axis=1).ravel()
+        plane = follow.width * follow.cards
+        cell = self.cells
+        dtype = np.int32 if source.size < 1 << 31 else np.int64
+        row = cell // cell.dtype.type(plane)
+        at = cell - row * cell.dtype.type(plane)  # card * width + ingress port
+        stride = dtype(follow.cards + follow.spec.network.num_pes)
+        entries = source.take(row.astype(dtype, copy=False) * stride + follow.source_at.take(at))
         counts = inbound.ravel()
         link = self.link.astype(np.intp)  # np.add.at is faster with native indices
         channel = link * totals.queue_stride + self.queue
@@ -376,17 +373,17 @@ class _Block:
             return
         found._grow(int((self.queue if self.everywhere else self.queue[reached]).max()) + 1)
         s, width = found.stride, self.follow.width
-        dtype = np.int32 if found.edge_flags.size < 1 << 31 else np.int64
         card_link = self.kind != HOST
         if not self.everywhere:
             card_link &= reached
-        channel = self.link.astype(dtype) * s + self.queue
+        card_link = card_link.ravel()
+        channel = (self.link.astype(np.intp) * s + self.queue).ravel()  # native indices: no converted copy
         found.channel_flags[channel[card_link]] = True
-        parent = np.where(card_link, self.parent, 0).ravel()
-        follows = card_link.ravel() & card_link.ravel().take(parent)
-        tail = (self.egress.astype(dtype) * s + self.queue).ravel()
+        # the second channel: the next card's, -1 where that card delivers (or the cell does not send)
+        tail = np.where(card_link, (self.egress.astype(np.intp) * s + self.queue).ravel(), -1)
+        after = tail.take(self.parent.ravel(), mode="clip")  # a cell that delivers points before its row
         spare = found.edge_flags.size - 1
-        found.edge_flags[np.where(follows, channel.ravel() * (width * s) + tail[parent], spare)] = True
+        found.edge_flags[np.where(card_link & (after >= 0), channel * (width * s) + after, spare)] = True
 
     def _add_entry_dependencies(self, totals: Totals, entries, queue: np.ndarray) -> None:
         """Channels and dependencies per entry (VCs that depend on the ingress port)."""
@@ -420,6 +417,19 @@ def _among(codes: np.ndarray, chosen: tuple[int, ...]) -> np.ndarray:
     table = np.zeros(256, dtype=bool)
     table[np.asarray(chosen, dtype=codes.dtype).view(np.uint8)] = True
     return table.take(codes.view(np.uint8))
+
+
+def _stable_order(key: np.ndarray, top: int) -> np.ndarray:
+    """``np.argsort(key, kind="stable")`` of keys 0 .. `top`: each key and its index packed in one unsigned
+    integer and sorted (numpy's default sort of 32-bit integers is vectorised: ~2x a stable argsort)."""
+    shift = max(1, (key.size - 1).bit_length())
+    bits = shift + max(1, top.bit_length())
+    if bits > 64:
+        return np.argsort(key, kind="stable")
+    dtype = np.uint32 if bits <= 32 else np.uint64
+    packed = (key.astype(dtype) << dtype(shift)) | np.arange(key.size, dtype=dtype)
+    packed.sort()
+    return (packed & dtype((1 << shift) - 1)).astype(np.intp)
 
 
 def _running_sum(total: np.ndarray, index: np.ndarray, weights: np.ndarray) -> np.ndarray:

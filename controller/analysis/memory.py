@@ -1,9 +1,9 @@
 """Refuse, before allocating, an analysis that would not fit in the memory available now.
 
 The analysis follows one block of destinations at a time on its cards (its
-(destination, class, card) grids and the dense (destination, class, card, port)
-entry marks and entry loads), adds it into running totals over links and
-channels, and at the end reads the traffic's per-source sums. ``estimate``
+(destination, class, card) grids and loads, the dense (destination, class,
+card, port) entry marks, and its entries' loads read in table order), adds it
+into running totals over links and channels, and at the end reads the traffic's per-source sums. ``estimate``
 adds these up from the network's size alone, with per-cell costs measured on 3D
 twin tori and twin fat trees (scripts/bench_analysis.py prints the peak RSS to
 compare). With ``--paths-out`` every path of a block is walked instead
@@ -26,11 +26,13 @@ BASE_BYTES = 40 << 20
 #: bytes of the topology model and the card network per card and per PE (measured ~2,200 on nDTs)
 BYTES_PER_NODE = 3072
 #: peak bytes per (destination, class, card) cell of a followed block: decisions, tree, levels, loads
-BYTES_PER_CELL = 80
-#: peak bytes per (destination, class, card, port) cell of a followed block: entry marks and loads
-BYTES_PER_PORT_CELL = 10
-#: peak bytes per table entry of a followed block (entry order, loads, link and channel indices)
-BYTES_PER_FOLLOWED_ENTRY = 32
+#: (the fold's row of cell loads included)
+BYTES_PER_CELL = 88
+#: peak bytes per (destination, class, card, port) cell of a followed block: entry marks
+BYTES_PER_PORT_CELL = 2
+#: peak bytes per table entry of a followed block (entry order, where its load is read, loads, link
+#: and channel indices)
+BYTES_PER_FOLLOWED_ENTRY = 40
 #: peak bytes per table entry of a block whose paths are all walked (--paths-out)
 BYTES_PER_WALKED_ENTRY = 160
 #: queues per port assumed for the deadlock flags when the routing names no VCs

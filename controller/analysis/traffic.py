@@ -157,12 +157,14 @@ class AllPairsTraffic(Traffic):
         """(units each PE injects, number of flows), in one pass over the weights, a few sources at once."""
         total = np.zeros(self.num_pes)
         count = 0
-        dst = np.arange(self.num_pes, dtype=np.int64)[None, :]
+        dst = np.arange(self.num_pes, dtype=np.int64)[:, None]
         for first in range(0, self.num_pes, SOURCES_AT_ONCE):
-            src = np.arange(first, min(self.num_pes, first + SOURCES_AT_ONCE), dtype=np.int64)[:, None]
-            rows = np.where(src != dst, self.weight_of(src, dst), 0.0)
-            count += int(np.count_nonzero(rows))
-            total[first : first + rows.shape[0]] = np.cumsum(rows, axis=1)[:, -1] if rows.size else 0.0
+            src = np.arange(first, min(self.num_pes, first + SOURCES_AT_ONCE), dtype=np.int64)[None, :]
+            columns = np.where(src != dst, self.weight_of(src, dst), 0.0)  # a column per source
+            count += int(np.count_nonzero(columns))
+            # a sum over the outer axis adds the rows one after the other: per source, destinations
+            # ascending, as a running sum (a sum along the inner axis would add pairwise)
+            total[first : first + columns.shape[1]] = np.add.reduce(columns, axis=0)
         return total, count
 
 

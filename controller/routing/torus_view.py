@@ -112,12 +112,25 @@ def first_move(
     k_i x k_i table of (t_i, o_i) as one code, 1 + 4i + 2[direction -] + ring
     (0: no move), and earlier dimensions of `order` overwrite later ones.
     """
+    return decode_move(move_code(view, cards, dsts, order, ties))
+
+
+def move_code(
+    view: TorusView, cards: np.ndarray, dsts: np.ndarray, order: range, ties: dict[int, int]
+) -> np.ndarray:
+    """``first_move``'s choice as one int8 code per element: 1 + 4i + 2[direction -] + ring, 0 where
+    the packet is at the destination node (decode_move gives the three arrays)."""
     shape = np.broadcast_shapes(np.shape(cards), np.shape(dsts))
     code = np.zeros(shape, dtype=np.int8)
     for i in reversed(order):
         moves = _move_codes(view.dims[i], ties.get(i, +1), i)
         mine = _by_pair(moves, view.coords_of_pe[dsts, i], view.coords[cards, i])
         code = np.where(mine != 0, mine, code)  # a select: np.copyto with a mask is far slower
+    return code
+
+
+def decode_move(code: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dimension, direction, ring VC) of move codes (dimension -1, direction 0, ring 0 for code 0)."""
     moving = code != 0
     step = code - np.int8(1)  # 4i + 2[direction -] + ring where moving
     dim = np.where(moving, step >> 2, np.int8(-1))
