@@ -15,7 +15,7 @@ switch processes spent from the first send to the last arrival (/proc/PID/stat, 
 every 50 ms and interpolated: the table installation before and the idle wait after are
 left out), so the figure compares directly with one isolated card's frames per
 CPU-second. That reference is measured first, in the same run, with scripts/bench_switch.py's
-set-up (one card between a flood generator and a sink, a host's first hop), and every
+set-up (one card between a flood generator and a sink, frames with an empty trace), and every
 step prints the ratio (issue 15's goal: at least 0.5). The switches' CPU share of the
 window (CPU-seconds per second, on all cores) and the rest of the machine's ("other": the
 sender and receivers, the kernel's work for them, anything else running) say how close to
