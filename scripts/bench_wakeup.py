@@ -24,24 +24,22 @@ from __future__ import annotations
 import argparse
 import os
 import select
-import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-ETH_P_ALL = 0x0003
-SOL_PACKET = 263
-PACKET_IGNORE_OUTGOING = 23
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from p4switch.daemon.ports import open_port_socket  # noqa: E402
+
 END_A, END_B = "twkpa", "twkpb"
 FRAME = bytes(6) + bytes.fromhex("020000000001") + b"\x88\xb5" + bytes(86)
 
 
-def port(interface: str) -> socket.socket:
-    """A blocking packet socket on `interface` that does not see its own outgoing frames."""
-    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
-    sock.bind((interface, ETH_P_ALL))
-    return sock
+def port(interface: str):
+    """A port socket on `interface` as the switch opens it (non-blocking; epoll says when to read)."""
+    return open_port_socket(interface)[0]
 
 
 def echo(exchanges: int) -> None:

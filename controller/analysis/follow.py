@@ -33,7 +33,7 @@ from controller.analysis.paths import AllPairs
 from controller.analysis.totals import CROSSING_USES, Totals
 from controller.routing.builder import BlockGrids, TableSpec
 from controller.routing.network import EXTERNAL, HOST, INTERNAL
-from controller.routing.table import QUEUE_BY_CLASS_AND_VC
+from controller.routing.table import queue_number
 
 #: per link kind (network.py's codes): the links it adds to a path, packed external << 16 | internal
 PACKED_LINKS = np.zeros(max(EXTERNAL, INTERNAL, HOST) + 1, dtype=np.int32)
@@ -110,10 +110,8 @@ class _Block:
         own = spec.source_class[dsts].astype(np.int64)
         sources[np.arange(self.count), own, net.pe_card[dsts]] -= 1
         self.sources = sources.reshape(self.rows, cards)
-        self.queue = self.vc
-        if spec.queue_rule == QUEUE_BY_CLASS_AND_VC:
-            cls = np.tile(np.arange(classes, dtype=np.int16), self.count)[:, None]
-            self.queue = 2 * cls + self.vc
+        cls = np.tile(np.arange(classes, dtype=np.int16), self.count)[:, None]
+        self.queue = queue_number(spec.queue_rule, cls, self.vc)
         self._remaining()
 
     # -- the tree of each destination ---------------------------------------------------------------

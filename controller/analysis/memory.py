@@ -18,7 +18,7 @@ from controller.analysis.deadlock import queue_stride
 from controller.analysis.follow import FOLLOW_CELLS
 from controller.analysis.traffic import SOURCES_AT_ONCE, AllPairsTraffic, Traffic
 from controller.routing.builder import ANALYSIS_CELLS, TableSpec
-from controller.routing.table import QUEUE_BY_CLASS_AND_VC
+from controller.routing.table import queue_number
 from topologies.errors import TwinnetError
 
 #: bytes of the interpreter, numpy and the analysis's modules before the network is built
@@ -76,8 +76,7 @@ def _queue_stride(spec: TableSpec) -> int:
     """Queues per port the deadlock flags are laid out for (a power of two): from the VCs the routing
     names, or QUEUES if it names none."""
     vcs = max((max(names) + 1 for names in spec.vc_names.values() if names), default=QUEUES)
-    queues = vcs + (2 * (spec.num_classes - 1) if spec.queue_rule == QUEUE_BY_CLASS_AND_VC else 0)
-    return queue_stride(queues)
+    return queue_stride(queue_number(spec.queue_rule, spec.num_classes - 1, vcs - 1) + 1)
 
 
 def available() -> int:

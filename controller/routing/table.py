@@ -64,6 +64,13 @@ QUEUE_BY_VC = "vc"
 QUEUE_BY_CLASS_AND_VC = "2*class+vc"
 
 
+def queue_number(rule: str, routing_class, vc):
+    """The port's priority queue of (routing class, VC) under queue `rule` (ints or numpy arrays)."""
+    if rule == QUEUE_BY_CLASS_AND_VC:
+        return 2 * routing_class + vc
+    return vc
+
+
 class RouteEntry(NamedTuple):
     """One table entry: the match (card, ingress port, destination PE, routing class) and the action."""
 
@@ -112,15 +119,11 @@ class RoutingTables:
 
     def queue_of(self, routing_class: int, vc: int) -> int:
         """Priority queue of a port that (class, VC) uses: 2*class+vc for TS-DOR, vc otherwise."""
-        if self.queue_rule == QUEUE_BY_CLASS_AND_VC:
-            return 2 * routing_class + vc
-        return vc
+        return queue_number(self.queue_rule, routing_class, vc)
 
     def queues(self) -> np.ndarray:
         """Queue of every entry (same order as the entry columns)."""
-        if self.queue_rule == QUEUE_BY_CLASS_AND_VC:
-            return 2 * self.routing_class.astype(np.int16) + self.vc
-        return self.vc
+        return queue_number(self.queue_rule, self.routing_class.astype(np.int16), self.vc)
 
     def link_kinds(self) -> np.ndarray:
         """Kind of the link each entry sends onto (network.EXTERNAL / INTERNAL / HOST codes)."""
