@@ -46,8 +46,9 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -427,15 +428,40 @@ class TwinController:
     def _each_card(self, names: Iterable[str], job: Callable[[str], Any]) -> dict[str, Any]:
         """Run job(name) for every card in the thread pool; results by name, in the order given.
 
-        Cards are taken in turn from each P4Runtime address, so that switch processes hosting
-        many cards (one address each) work in parallel instead of one after the other.
+        At most ``workers`` cards run at once, and at most ``workers_per_address`` of one P4Runtime
+        address (switch process); cards are started in turn from each address, so that switch
+        processes hosting many cards work in parallel instead of one after the other.
         """
         names = list(names)
-        addresses = {self._address(name) for name in names}
-        workers = min(self.workers, self.workers_per_address * len(addresses), max(1, len(names)))
-        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="twinnet-ctl") as pool:
-            futures = {name: pool.submit(self._in_session, job, name) for name in self._interleaved(names)}
-            return {name: futures[name].result() for name in names}
+        waiting: dict[str, deque[str]] = {}
+        for name in names:
+            waiting.setdefault(self._address(name), deque()).append(name)
+        in_flight = dict.fromkeys(waiting, 0)
+        slots = max(1, min(self.workers, len(names)))
+        futures: dict[str, Future[Any]] = {}
+        running: dict[Future[Any], str] = {}  # each running job's address
+        with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="twinnet-ctl") as pool:
+            while waiting or running:
+                started = True
+                while started and len(running) < slots:  # one card per address per pass
+                    started = False
+                    for address in list(waiting):
+                        if len(running) == slots:
+                            break
+                        if in_flight[address] == self.workers_per_address:
+                            continue
+                        queue = waiting.pop(address)  # and back at the end: the next pass starts elsewhere
+                        name = queue.popleft()
+                        if queue:
+                            waiting[address] = queue
+                        future = pool.submit(self._in_session, job, name)
+                        futures[name], running[future] = future, address
+                        in_flight[address] += 1
+                        started = True
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    in_flight[running.pop(future)] -= 1
+        return {name: futures[name].result() for name in names}
 
     def _in_session(self, job: Callable[[str], Any], name: str) -> Any:
         """job(name), the card's session closed after it unless sessions are kept."""
@@ -449,15 +475,6 @@ class TwinController:
         """The P4Runtime address (switch process) of a card; an unknown card stands for itself."""
         endpoint = self.endpoints.get(name)
         return endpoint.grpc_address if endpoint else name
-
-    def _interleaved(self, names: list[str]) -> list[str]:
-        """`names` round-robin over their cards' addresses (each address's cards in the order given)."""
-        by_address: dict[str, list[str]] = {}
-        for name in names:
-            by_address.setdefault(self._address(name), []).append(name)
-        queues = list(by_address.values())
-        longest = max(map(len, queues), default=0)
-        return [queue[i] for i in range(longest) for queue in queues if i < len(queue)]
 
     def _report(self, name: str, stage: str, done: int = 0, message: str = "", more: int = 0) -> None:
         """Tell the progress callback: `done` more entries handled (written or in place), `more` to do."""
