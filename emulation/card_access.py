@@ -19,7 +19,7 @@ from topologies.errors import TwinnetError
 from topologies.model import Topology
 
 if TYPE_CHECKING:  # the controller (grpc, protobuf) is imported when cards are opened
-    from controller.install import CardCounters
+    from controller.install import CardCounters, InstallReport
 
 
 class CardAccessError(TwinnetError, RuntimeError):
@@ -37,19 +37,20 @@ class Cards:
     def names(self) -> list[str]:
         return list(self.controller.endpoints)
 
-    def install(self, tables: RoutingTables) -> int:
-        """Push the program to every card (fresh tables and counters), install `tables`; entries written."""
+    def install(self, tables: RoutingTables) -> InstallReport:
+        """Push the program to every card (fresh tables and counters), install `tables`; the report
+        (its ``seconds``: the writing, without planning the cards)."""
         report = self.controller.install(self.topology, tables, pipeline="push")
         if not report.ok:
             raise CardAccessError(f"installing {tables.algorithm} failed: " + "; ".join(report.errors()[:5]))
-        return report.written
+        return report
 
-    def install_plans(self, plans: dict, label: str) -> int:
+    def install_plans(self, plans: dict, label: str) -> InstallReport:
         """Push the program to every card and install `plans` (controller.twins.CardPlan by card name)."""
         report = self.controller.apply(plans, pipeline="push", label=f"install {label}")
         if not report.ok:
             raise CardAccessError(f"installing {label} failed: " + "; ".join(report.errors()[:5]))
-        return report.written
+        return report
 
     def counters(self, names: Iterable[str] | None = None) -> dict[str, CardCounters]:
         """Counters of the named cards (default all); a card that cannot be read is left out."""

@@ -482,12 +482,15 @@ def run_on_network(
     with open_cards(network) as cards:
         mark = time.monotonic()
         if plan.adaptive is not None:
-            installed = cards.install_plans(plan.adaptive.plans, plan.adaptive.name)
+            report = cards.install_plans(plan.adaptive.plans, plan.adaptive.name)
         else:
-            installed = cards.install(plan.tables)
+            report = cards.install(plan.tables)
         timings["install_s"] = time.monotonic() - mark
+        installed, seconds = report.written, timings["install_s"]
+        rate = f", {installed / report.seconds / 1000:.1f}k entries/s" if report.seconds > 0 else ""
         say(
-            f"{installed} table entries installed on {len(cards.names)} cards in {timings['install_s']:.1f} s"
+            f"{installed} table entries installed on {len(cards.names)} cards in {seconds:.1f} s "
+            f"({report.seconds:.1f} s of it writing them{rate})"
         )
         link_rate = set_link_rate(plan, network)
         before = cards.counters()

@@ -110,7 +110,7 @@ def install_tables(network) -> dict:
     plan = plan_run(network.topology, RunSettings(packets=1, check_capacity=False), need_root=False)
     started = time.monotonic()
     with open_cards(network) as cards:
-        written = cards.install(plan.tables)
+        written = cards.install(plan.tables).written
     seconds = time.monotonic() - started
     return {"entries": written, "install_s": seconds, "entries_per_s": written / seconds}
 
