@@ -96,7 +96,8 @@ def open_host_socket(netns: str, interface: str, ethertype: int = ETHERTYPE_TWIN
     try:
         _setns(target)
         try:
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ethertype))
+            # protocol 0, then bind(): hooked once, to this interface only (see p4switch.daemon.ports)
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
             try:
                 sock.bind((interface, ethertype))
                 sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
