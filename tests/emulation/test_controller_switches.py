@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
 
 from controller.compile import compile_card_program
 from controller.install import TwinController
@@ -194,6 +195,21 @@ def test_a_card_held_by_another_primary_is_refused_by_name(switches: Switches, p
             assert installer.verify_plans(plans).ok  # reading needs no primacy
     finally:
         other.close()
+
+
+def test_a_reader_opens_no_session_and_takes_no_primary_seat(switches: Switches, plans) -> None:
+    higher = (CONTROLLER_ELECTION_ID[0], CONTROLLER_ELECTION_ID[1] + 5)  # would win an arbitration
+    reader = CardConnection(endpoint(switches, "c2"), P4InfoIndex(PROGRAM.p4info), election_id=higher)
+    reader.open(require_primary=False)
+    try:
+        assert reader.session is None and not reader.is_primary
+        with controller(switches) as installer:
+            assert installer.apply(plans).ok  # c2 too: the reader holds no seat
+        wildcard = p4runtime_pb2.Entity()
+        wildcard.table_entry.SetInParent()
+        assert len(reader.read([wildcard])) == len(plans["c2"].entries)
+    finally:
+        reader.close()
 
 
 def test_an_entry_the_card_rejects_is_named_with_the_targets_message(switches: Switches, plans) -> None:
