@@ -29,7 +29,7 @@ import numpy as np
 from controller.routing import Path as ModelPath
 from controller.routing import RoutingError, RoutingTables, walk
 from controller.routing.network import EXTERNAL, HOST, INTERNAL, PORT_KIND_NAMES
-from emulation.packets import TraceHop, Twinnet, decode, latency_us, path
+from emulation.packets import TraceHop, Twinnet, decode, decode_probe, latency_us, path
 
 #: verdicts of a probe; ``allowed`` is adaptive routing's "on the model": every hop one the candidate
 #: tables allow (emulation.adaptive_run), where a deterministic run's is ``equal``
@@ -60,26 +60,35 @@ class Arrival:
 
 
 def decode_arrival(receiver: int, frame: bytes, receive_us: int) -> Arrival | None:
-    """The probe in a received frame, or None if the frame is no twinnet probe (IPv4 carried, garbage)."""
-    try:
-        pkt = decode(frame)
-    except Exception:  # a frame scapy cannot parse is no probe
+    """The probe in a received frame, or None if the frame is no twinnet probe (IPv4 carried, garbage).
+
+    A whole twinnet frame is read with struct (decode_probe); anything else, rare, by scapy.
+    """
+    view = decode_probe(frame)
+    if view is None:
+        try:
+            pkt = decode(frame)
+        except Exception:  # a frame scapy cannot parse is no probe
+            return None
+        if Twinnet not in pkt:
+            return None
+        header = pkt[Twinnet]
+        fields = (
+            header.next_type,
+            header.probe_id,
+            header.src_pe,
+            header.dst_pe,
+            header.rclass,
+            header.send_time,
+        )
+        next_type, probe_id, src_pe, dst_pe, rclass, send_time = (int(value) for value in fields)
+        hops = tuple(path(pkt))
+    else:
+        next_type, probe_id, src_pe, dst_pe = view.next_type, view.probe_id, view.src_pe, view.dst_pe
+        rclass, send_time, hops = view.rclass, view.send_time, view.hops
+    if next_type != 0 or probe_id == 0:
         return None
-    if Twinnet not in pkt:
-        return None
-    header = pkt[Twinnet]
-    if header.next_type != 0 or header.probe_id == 0:
-        return None
-    return Arrival(
-        int(header.probe_id),
-        receiver,
-        int(header.src_pe),
-        int(header.dst_pe),
-        int(header.rclass),
-        int(header.send_time),
-        receive_us,
-        tuple(path(pkt)),
-    )
+    return Arrival(probe_id, receiver, src_pe, dst_pe, rclass, send_time, receive_us, hops)
 
 
 @dataclass(frozen=True)

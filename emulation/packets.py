@@ -24,8 +24,10 @@ its entry)::
 
 from __future__ import annotations
 
+import struct
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from scapy.fields import (
     BitField,
@@ -193,6 +195,76 @@ def path(pkt: Packet) -> list[TraceHop]:
         TraceHop(e.card_id, e.in_port, e.out_port, e.vc, e.prio, e.qdepth, e.timestamp, e.adaptive)
         for e in reversed(header.trace)
     ]
+
+
+#: The twinnet header after the Ethernet header, and one trace entry, as struct formats: the layout of
+#: :class:`Twinnet` and :class:`TraceEntry` (the 48-bit fields in two parts, the 24 bits of adaptive
+#: and qdepth as a byte and a short), for :func:`decode_probe`; tests hold it to scapy's decoding.
+_HEADER = struct.Struct("!HHBBBBHIHI")
+_ENTRY = struct.Struct("!HHHBBHHI")
+_ETHERNET_LEN = 14
+_TWINNET_TYPE = ETHERTYPE_TWINNET.to_bytes(2, "big")
+
+
+class ProbeView(NamedTuple):
+    """A twinnet frame's header fields and its hops in path order, as :func:`decode_probe` reads them."""
+
+    dst_pe: int
+    src_pe: int
+    rclass: int
+    vc: int
+    hop_count: int
+    trace_count: int
+    escaped: int
+    tc: int
+    next_type: int
+    probe_id: int
+    send_time: int
+    hops: tuple[TraceHop, ...]
+
+
+def decode_probe(frame: bytes) -> ProbeView | None:
+    """The header and path of an untagged twinnet frame that holds all of its ``trace_count`` entries,
+    else None: what :func:`decode` and :func:`path` give for it, read with struct instead of scapy
+    (a run decodes every probe it receives: ~15 µs for a frame of 6 hops instead of ~0.7 ms)."""
+    if frame[12:14] != _TWINNET_TYPE or len(frame) < _ETHERNET_LEN + TWINNET_HEADER_LEN:
+        return None
+    dst_pe, src_pe, class_vc, hop_count, count, escaped_tc, next_type, probe_id, high, low = (
+        _HEADER.unpack_from(frame, _ETHERNET_LEN)
+    )
+    start = _ETHERNET_LEN + TWINNET_HEADER_LEN
+    end = start + count * TRACE_ENTRY_LEN
+    if len(frame) < end:
+        return None
+    hops = tuple(
+        TraceHop(
+            card_id,
+            in_port,
+            out_port,
+            vc_prio >> 4,
+            vc_prio & 0xF,
+            (top & 0x7F) << 16 | rest,
+            time_high << 32 | time_low,
+            top >> 7,
+        )
+        for card_id, in_port, out_port, vc_prio, top, rest, time_high, time_low in _ENTRY.iter_unpack(
+            frame[start:end]
+        )
+    )
+    return ProbeView(
+        dst_pe,
+        src_pe,
+        class_vc >> 4,
+        class_vc & 0xF,
+        hop_count,
+        count,
+        escaped_tc >> 7,
+        escaped_tc & 0x7F,
+        next_type,
+        probe_id,
+        high << 32 | low,
+        hops[::-1],
+    )
 
 
 def payload_of(pkt: Packet) -> bytes:

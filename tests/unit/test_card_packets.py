@@ -187,3 +187,49 @@ def test_readme_documents_every_table_action_and_counter() -> None:
     for counter in packets.CARD_COUNTERS:
         assert f"`{counter}`" in readme, counter
 
+
+def scapy_view(frame: bytes) -> packets.ProbeView | None:
+    """What scapy's layers read from a frame, in decode_probe's terms: the reference it is held to."""
+    pkt = packets.decode(frame)
+    if Twinnet not in pkt:
+        return None
+    header = pkt[Twinnet]
+    names = [name for name in packets.ProbeView._fields if name != "hops"]
+    return packets.ProbeView(*(int(getattr(header, name)) for name in names), tuple(packets.path(pkt)))
+
+
+def random_twinnet_frame(rng) -> bytes:
+    """A twinnet frame with random header fields, 0-16 random trace entries and a random payload."""
+    count = rng.randrange(17)
+    header = rng.randbytes(4) + bytes([rng.randrange(256), rng.randrange(256), count]) + rng.randbytes(13)
+    return eth(1, 2, packets.ETHERTYPE_TWINNET) + header + rng.randbytes(16 * count + rng.randrange(40))
+
+
+def test_decode_probe_reads_what_scapy_reads_from_every_whole_twinnet_frame() -> None:
+    import random
+
+    rng = random.Random(11)
+    for _ in range(2000):
+        frame = random_twinnet_frame(rng)
+        view = packets.decode_probe(frame)
+        assert view is not None and view == scapy_view(frame), frame.hex()
+    hop = packets.decode_probe(
+        eth(1, 2, packets.ETHERTYPE_TWINNET)
+        + pack_header(5, 0, 1, 2, 1, 1, 0, 0, 7, 2**48 - 1)
+        + pack_entry(3, 1, 2, 1, 3, 2**23 - 1, 2**40)
+    )
+    assert hop.send_time == 2**48 - 1 and hop.hops == (TraceHop(3, 1, 2, 1, 3, 2**23 - 1, 2**40, 0),)
+
+
+def test_decode_probe_leaves_cut_and_other_frames_to_scapy() -> None:
+    import random
+
+    rng = random.Random(12)
+    for _ in range(500):
+        frame = random_twinnet_frame(rng)
+        count = frame[14 + 6]  # trace_count: after dst_pe, src_pe, rclass and vc, hop_count
+        cut = frame[: rng.randrange(14 + 20 + 16 * count)]  # short of its header or of its trace
+        assert packets.decode_probe(cut) is None
+    ipv4 = bytes(Ether(dst=host_mac(1), src=host_mac(2)) / IP(dst=host_ip(1)) / UDP() / Raw(b"x" * 40))
+    tagged = eth(1, 2, 0x8100) + b"\x00\x05" + struct.pack(">H", packets.ETHERTYPE_TWINNET) + b"\x00" * 40
+    assert packets.decode_probe(ipv4) is None and packets.decode_probe(tagged) is None
