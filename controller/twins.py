@@ -181,10 +181,9 @@ def add_routes(
         actions = zip(egress_ports[rows], vcs[rows], strict=True)
         entries = plans[name].entries
         before = len(entries)
+        # keys and specs made and inserted by iterators in C: ~1 µs an entry
         specs = map(EntrySpec._make, zip(repeat(card.ROUTE), matches, repeat(card.SET_ROUTE), actions))
-        entries.update(
-            zip(zip(repeat(card.ROUTE), matches), specs, strict=True)
-        )  # iterated in C: ~1 µs an entry
+        entries.update(zip(zip(repeat(card.ROUTE), matches), specs, strict=True))
         if len(entries) - before != end - start:
             (twice, _count), *_ = Counter(matches).most_common(1)
             raise PlanError(f"card {name}: two entries for {card.ROUTE}{twice}")
