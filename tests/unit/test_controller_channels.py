@@ -45,7 +45,7 @@ def test_the_install_takes_cards_in_turn_from_each_switch_process() -> None:
 
 def busiest(addresses: dict[str, str], workers: int) -> tuple[dict[str, int], int]:
     """Run the install's card pool over cards at these addresses (each job holds its card for
-    10-100 ms, at random): the most cards of one address, and of all, in progress at once."""
+    50-150 ms, at random): the most cards of one address, and of all, in progress at once."""
     import random
     import threading
     import time
@@ -63,7 +63,7 @@ def busiest(addresses: dict[str, str], workers: int) -> tuple[dict[str, int], in
             most[address] = max(most.get(address, 0), running[address])
             peak[0] += 1
             peak[1] = max(peak)
-            hold = durations.uniform(0.01, 0.1)
+            hold = durations.uniform(0.05, 0.15)
         time.sleep(hold)
         with lock:
             running[address] -= 1
