@@ -45,6 +45,7 @@ from controller.p4runtime_conn import CardConnection, CardEndpoint  # noqa: E402
 from controller.routing import compute_tables  # noqa: E402
 from controller.translate import DELETE, INSERT, MODIFY, EntrySpec, spec_update  # noqa: E402
 from controller.twins import plan_cards  # noqa: E402
+from emulation.headroom import process_cpu_s  # noqa: E402
 from emulation.switch_launcher import switch_command  # noqa: E402
 from p4src import CARD_PROGRAM, card  # noqa: E402
 from p4switch.daemon.host_config import CardConfig, write_cards_file  # noqa: E402
@@ -162,14 +163,8 @@ def wait_ready(endpoints: list[CardEndpoint], timeout: float, processes: list) -
 
 
 def processes_cpu(pids: list[int]) -> float:
-    """CPU seconds (user + system) the processes `pids` have used so far (Linux /proc)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-    return total / ticks
+    """CPU seconds (user + system) the processes `pids` have used so far."""
+    return sum(process_cpu_s(pids).values())
 
 
 def stop_switches(processes: list) -> None:

@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO))
 from google.protobuf.internal import api_implementation  # noqa: E402
 from p4.v1 import p4runtime_pb2  # noqa: E402
 
+from emulation.headroom import process_cpu_s  # noqa: E402
 from emulation.switch_launcher import switch_command  # noqa: E402
 from p4src import CARD_PROGRAM  # noqa: E402
 from p4switch.p4runtime.client import P4RuntimeClient, named_table_entry, update  # noqa: E402
@@ -179,8 +180,7 @@ def tx_packets(interface: str) -> int:
 
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU time of a process (and its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return process_cpu_s([pid])[pid]
 
 
 def build_generator(directory: str) -> list[str] | None:
