@@ -4,7 +4,7 @@ Every figure of the report is a sum, a maximum, a count or a set over paths or
 table entries, and every path and entry belongs to exactly one destination, so
 the blocks of ``TableSpec.blocks()`` can be analysed one after the other (or
 by separate workers) and added up here. Per-link and per-channel loads are
-summed block after block as one running sum (``_running_sum``), in entry
+summed block after block as one running sum (``running_sum``), in entry
 order, so that they come out bit for bit as a sum over the whole tables.
 """
 
@@ -21,7 +21,7 @@ from controller.routing.table import USE_CODE
 CROSSING_USES = (USE_CODE["ascend"], USE_CODE["turn"], USE_CODE["descend"])
 
 
-def _running_sum(total: np.ndarray, index: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def running_sum(total: np.ndarray, index: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """``total`` with ``weights`` added at ``index`` one after the other, in place (np.bincount's order)."""
     np.add.at(total, index, weights)
     return total
@@ -68,12 +68,12 @@ class Totals:
             )
         if weights is not None and self.link_load is not None and self.channel_load is not None:
             load = pairs.loads(weights)
-            self.link_load = _running_sum(self.link_load, pairs.link, load)
+            self.link_load = running_sum(self.link_load, pairs.link, load)
             if top >= self.queue_stride:
                 self._widen(top + 1)
             dtype = np.int32 if self.channel_load.size < 1 << 31 else np.int64
             channel = pairs.link.astype(dtype) * self.queue_stride + queues
-            self.channel_load = _running_sum(self.channel_load, channel, load)
+            self.channel_load = running_sum(self.channel_load, channel, load)
 
     def _add_hops(self, pairs: AllPairs) -> None:
         external, internal = pairs.external(), pairs.internal()
