@@ -86,7 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_positive,
         default=None,
         help=f"processes sharing the blocks of destinations (default: 1 below {PARALLEL_FROM:,} PEs, "
-        "else one per CPU as memory allows; more than 1: loads may differ in the last bits, within 1e-12)",
+        "else one per CPU as memory allows; any number above 1 gives the same report, whose loads may "
+        "differ from one process's in the last bits, within 1e-12)",
     )
 
 
@@ -195,7 +196,7 @@ def run_analysis(
     check_memory(spec, traffic, workers, paths=paths_out is not None)
     keep_freed_memory()
     out = open(paths_out, "w", encoding="utf-8") if paths_out else None  # noqa: SIM115
-    progress = Progress(blocks_of(spec, workers, follow=out is None))
+    progress = Progress(blocks_of(spec, follow=out is None))
     done = 0
 
     def on_block(pairs: AllPairs | None) -> None:

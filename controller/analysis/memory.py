@@ -69,7 +69,8 @@ def estimate(spec: TableSpec, traffic: Traffic | None = None, workers: int = 1, 
         else:
             flows = traffic.num_flows * 32
     topology = (net.num_cards + net.num_pes) * BYTES_PER_NODE
-    return BASE_BYTES + topology + flows + workers * (block + totals + weights)
+    merging = (workers + 1) * totals if workers > 1 else 0  # the parent's sum and chunks waiting for it
+    return BASE_BYTES + topology + flows + workers * (block + totals + weights) + merging
 
 
 def _queue_stride(spec: TableSpec) -> int:

@@ -8,6 +8,7 @@ memory holds one block's entries and paths, never all N(N-1) paths.
 from __future__ import annotations
 
 import multiprocessing
+import queue
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
@@ -68,16 +69,18 @@ def follow(
     traffic: Traffic | None = None,
     ranges: list[tuple[int, int]] | None = None,
     on_block: Callable[[AllPairs | None], None] | None = None,
+    cards: CardFollow | None = None,
 ) -> Totals:
     """``gather`` over the spec's blocks followed on their cards (controller/analysis/follow.py): the
     same Totals, from the builder's grids of each block instead of its compacted entries' paths.
 
-    ``on_block`` is called with None after each block (no paths are made).
+    ``on_block`` is called with None after each block (no paths are made); ``cards``: the spec's
+    CardFollow, if one is made already.
     """
     net = spec.network
     fattree = spec.network.topology.family == "twin-fattree"
     totals = Totals(net, spec.num_classes, traffic=traffic is not None, unit_loads=fattree)
-    cards = CardFollow(spec)
+    cards = cards or CardFollow(spec)
     for first, last in spec.ranges(spec.default_block(FOLLOW_CELLS)) if ranges is None else ranges:
         matrix = traffic.pair_weights(first, last, net.num_pes) if traffic is not None else None
         cards.add(totals, spec.grids(first, last), matrix)
@@ -92,30 +95,52 @@ def gather_parallel(
     workers: int,
     on_block: Callable[[AllPairs | None], None] | None = None,
     meanwhile: Callable[[], None] | None = None,
+    dsts_per_block: int | None = None,
 ) -> Totals:
-    """``gather`` over the spec's blocks shared by `workers` forked processes, their Totals then added.
+    """``follow`` over the spec's chunks of blocks, shared by `workers` forked processes (in this
+    process if 1): each chunk summed on its own, the chunks' Totals then added in order.
 
-    Worker w takes blocks w, w + workers, ...; loads are summed per worker and
-    then added, so they may differ from one process's running sum in the last
-    bits (within 1e-12 relative). ``on_block`` is called (with None) as blocks finish;
+    The chunks depend on the network alone and a worker takes the next chunk when it is done with
+    one, so the processes stay busy to the end and the report is the same for any number of
+    workers; its loads may differ from one running sum over the whole tables (``follow``) in the
+    last bits (within 1e-12 relative). ``on_block`` is called (with None) as blocks finish;
     ``meanwhile`` runs in this process once the workers have started.
     """
-    ranges = spec.ranges(_per_block(spec, workers))
-    workers = max(1, min(workers, len(ranges)))
+    chunks = chunk_ranges(spec, dsts_per_block)
+    workers = max(1, min(workers, len(chunks)))
+    if workers == 1:
+        if meanwhile is not None:
+            meanwhile()
+        cards = CardFollow(spec)
+        merged = None
+        for blocks in chunks:
+            merged = _add(merged, follow(spec, traffic, blocks, on_block, cards))
+        assert merged is not None
+        return merged
     context = multiprocessing.get_context("fork")
-    queue = context.Queue()
+    tasks, results = context.Queue(), context.Queue()
+    for index in range(len(chunks)):
+        tasks.put(index)
+    for _ in range(workers):
+        tasks.put(None)  # no more chunks
     processes = [
-        context.Process(target=_worker, args=(spec, traffic, ranges[w::workers], w, queue), daemon=True)
-        for w in range(workers)
+        context.Process(target=_worker, args=(spec, traffic, chunks, tasks, results), daemon=True)
+        for _ in range(workers)
     ]
     for process in processes:
         process.start()
-    results: dict[int, Totals] = {}
+    merged: Totals | None = None  # the chunks so far, in order
+    waiting: dict[int, Totals] = {}  # chunks done before one of an earlier index
+    added = 0
     try:
         if meanwhile is not None:
             meanwhile()
-        while len(results) < workers:
-            kind, worker, payload = queue.get()
+        while added < len(chunks):
+            try:
+                kind, index, payload = results.get(timeout=WORKER_CHECK_SECONDS)
+            except queue.Empty:
+                _check_alive(processes)
+                continue
             if kind == "block":
                 if on_block is not None:
                     on_block(None)
@@ -123,39 +148,69 @@ def gather_parallel(
                 raise payload
             else:
                 payload.network = spec.network
-                results[worker] = payload
+                waiting[index] = payload
+                while added in waiting:
+                    merged = _add(merged, waiting.pop(added))
+                    added += 1
     finally:
         for process in processes:
-            if process.is_alive() and len(results) < workers:
+            if process.is_alive() and added < len(chunks):
                 process.terminate()
             process.join()
-    totals = results[0]
-    for w in range(1, workers):
-        totals.merge(results[w])
-    return totals
+    assert merged is not None
+    return merged
 
 
-def _per_block(spec: TableSpec, workers: int) -> int:
-    """Destinations per block of the follow: the default, or fewer so that each of several workers gets
-    four blocks."""
-    most = spec.default_block(FOLLOW_CELLS)
-    if workers <= 1:
-        return most
-    return max(1, min(most, -(-spec.network.num_pes // (4 * workers))))
+#: how often the parent checks that its workers are alive while it waits for their chunks
+WORKER_CHECK_SECONDS = 1.0
+#: chunks of destinations the blocks are grouped in for several workers: enough that the workers
+#: finish close together, few enough that passing and adding their Totals costs little
+CHUNKS = 32
 
 
-def blocks_of(spec: TableSpec, workers: int = 1, follow: bool = True) -> int:
-    """Number of blocks an analysis on `workers` processes goes through (for its progress bar); with
-    ``follow=False``, of the walk of every path (``spec_blocks``, one process)."""
-    return len(spec.ranges(_per_block(spec, workers) if follow else None))
+def chunk_ranges(spec: TableSpec, dsts_per_block: int | None = None) -> list[list[tuple[int, int]]]:
+    """The follow's blocks of destinations (``dsts_per_block``, default by FOLLOW_CELLS) in about
+    CHUNKS chunks of consecutive blocks: from the network alone, whatever the number of workers."""
+    ranges = spec.ranges(dsts_per_block or spec.default_block(FOLLOW_CELLS))
+    per_chunk = -(-len(ranges) // CHUNKS)
+    return [ranges[at : at + per_chunk] for at in range(0, len(ranges), per_chunk)]
+
+
+def _check_alive(processes: list) -> None:
+    """Raise if a worker ended without sending its chunks or an error (killed, out of memory)."""
+    for process in processes:
+        if process.exitcode not in (None, 0):
+            raise RuntimeError(
+                f"an analysis worker (pid {process.pid}) ended with exit code {process.exitcode} "
+                "before its chunks were done (killed, or out of memory?)"
+            )
+
+
+def _add(merged: Totals | None, chunk: Totals) -> Totals:
+    """The Totals of the chunks before `chunk` (None: none) with `chunk`'s added."""
+    if merged is None:
+        return chunk
+    merged.merge(chunk)
+    return merged
+
+
+def blocks_of(spec: TableSpec, follow: bool = True) -> int:
+    """Number of blocks the analysis goes through (for its progress bar), on any number of workers;
+    with ``follow=False``, of the walk of every path (``spec_blocks``, one process)."""
+    return len(spec.ranges(spec.default_block(FOLLOW_CELLS) if follow else None))
 
 
 def _worker(
-    spec: TableSpec, traffic: Traffic | None, ranges: list[tuple[int, int]], worker: int, queue
+    spec: TableSpec, traffic: Traffic | None, chunks: list[list[tuple[int, int]]], tasks, results
 ) -> None:
-    """One worker's share: its blocks followed, a message per block, then its Totals (or the error)."""
+    """One worker: chunks taken one after the other until none is left, a message per block, then
+    each chunk's Totals (or the error)."""
     try:
-        totals = follow(spec, traffic, ranges, on_block=lambda _: queue.put(("block", worker, None)))
-        queue.put(("totals", worker, totals))
+        cards = CardFollow(spec)
+        while (index := tasks.get()) is not None:
+            totals = follow(
+                spec, traffic, chunks[index], lambda _: results.put(("block", index, None)), cards
+            )
+            results.put(("chunk", index, totals))
     except BaseException as error:  # noqa: BLE001 - sent to the parent, which raises it
-        queue.put(("error", worker, error))
+        results.put(("error", -1, error))

@@ -74,10 +74,16 @@ def test_pair_walks_the_same_path_as_the_whole_tables(capsys):
     assert "dst_pe must be a PE index in 0..63, got 64" in capsys.readouterr().err
 
 
-def test_workers_give_the_report_of_one_process(capsys):
-    args = ["analyze", "ndt", "--dims", "3x3x2", "--routing", "dort", "--traffic", "uniform", "--json"]
+def test_workers_give_the_report_of_one_process(capsys, monkeypatch):
+    import controller.analysis.stream as stream
+    from controller.routing import routing_spec
+    from topologies.torus import ndt_torus
+
+    args = ["analyze", "ndt", "--dims", "4x4x4", "--routing", "dort", "--traffic", "uniform", "--json"]
     assert main(args) == 0
     one = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(stream, "FOLLOW_CELLS", 4 * 128)  # blocks of 4 destinations: 32 chunks
+    assert len(stream.chunk_ranges(routing_spec(ndt_torus((4, 4, 4)), "dort"))) == stream.CHUNKS
     assert main([*args, "--workers", "2"]) == 0
     two = json.loads(capsys.readouterr().out)
     assert two.keys() == one.keys()

@@ -121,7 +121,7 @@ def test_streamed_paths_file_equals_the_reference(case) -> None:
 def test_workers_share_the_blocks_and_agree_to_1e_12(case) -> None:
     from analysis_reference import _link_load_array
 
-    from controller.analysis.stream import blocks_of, gather_parallel
+    from controller.analysis.stream import gather_parallel
 
     _, build, algorithm, patterns = case
     topology = build()
@@ -129,9 +129,9 @@ def test_workers_share_the_blocks_and_agree_to_1e_12(case) -> None:
     traffic = make_traffic(patterns[-1], topology)
     old = reference_analyze(spec.build(), traffic)
     seen: list[None] = []
-    totals = gather_parallel(spec, traffic, 2, on_block=seen.append)
+    totals = gather_parallel(spec, traffic, 2, on_block=seen.append, dsts_per_block=2)
     new = build_report(spec.tables([[]] * 7), totals, traffic)
-    # loads summed per worker differ in the last bits: links of equal load may come in another order
+    # loads summed per chunk differ in the last bits: links of equal load may come in another order
     ties = ("busiest_links", "bottleneck")
     _same({k: v for k, v in new.items() if k not in ties}, {k: v for k, v in old.items() if k not in ties})
     _same([load for _, load in new["busiest_links"]], [load for _, load in old["busiest_links"]])
@@ -141,7 +141,36 @@ def test_workers_share_the_blocks_and_agree_to_1e_12(case) -> None:
         reference_pairs.loads(reference_pairs.weights_of(traffic.src, traffic.dst, traffic.weight)),
     )
     assert totals.link_load == pytest.approx(expected, rel=1e-12, abs=1e-12)
-    assert len(seen) == blocks_of(spec, 2) >= 4
+    assert len(seen) == len(spec.ranges(2)) >= 4
+
+
+@pytest.mark.parametrize("case", [NETWORKS[6], NETWORKS[8]], ids=lambda n: n[0])
+def test_the_report_is_the_same_bit_for_bit_whatever_the_number_of_workers(case) -> None:
+    """Chunks of blocks are summed on their own and added in chunk order, whichever worker took
+    them: 1, 2 or 3 workers give the same loads to the last bit (and so the same report); that is
+    also each chunk's running sum added up in order, computed here one chunk at a time."""
+    import numpy as np
+
+    from controller.analysis.stream import chunk_ranges, follow, gather_parallel
+
+    _, build, algorithm, patterns = case
+    topology = build()
+    spec = routing_spec(topology, algorithm)
+    traffic = make_traffic("uniform", topology)
+    chunks = chunk_ranges(spec, 1)
+    assert len(chunks) >= 8
+    assert [block for chunk in chunks for block in chunk] == spec.ranges(1)  # every block, in order
+    link_load = channel_load = 0.0
+    for chunk in chunks:
+        part = follow(spec, traffic, chunk)
+        link_load, channel_load = link_load + part.link_load, channel_load + part.channel_load
+    reports = []
+    for workers in (1, 2, 3):
+        totals = gather_parallel(spec, traffic, workers, dsts_per_block=1)
+        assert np.array_equal(totals.link_load, link_load), workers
+        assert np.array_equal(totals.channel_load, channel_load), workers
+        reports.append(json.dumps(build_report(spec.tables([[]] * 7), totals, traffic)))
+    assert reports[0] == reports[1] == reports[2]
 
 
 def test_an_error_in_a_worker_is_raised_by_the_parent(monkeypatch) -> None:
@@ -154,7 +183,24 @@ def test_an_error_in_a_worker_is_raised_by_the_parent(monkeypatch) -> None:
     monkeypatch.setattr(stream, "CardFollow", broken)  # the forked workers inherit it
     spec = routing_spec(torus((4, 4)), "dor")
     with pytest.raises(RoutingLoopError, match="packets loop at card c3"):
-        stream.gather_parallel(spec, None, 2)
+        stream.gather_parallel(spec, None, 2, dsts_per_block=1)  # 16 chunks: forked workers
+
+
+def test_a_worker_that_dies_is_reported_by_the_parent(monkeypatch) -> None:
+    """A worker killed before sending its chunks (no error to pass on) ends the analysis with its
+    exit code, instead of the parent waiting for chunks that never come."""
+    import os
+
+    import controller.analysis.stream as stream
+
+    def dies(*args, **kwargs):
+        os._exit(3)
+
+    monkeypatch.setattr(stream, "follow", dies)  # the forked workers inherit it
+    monkeypatch.setattr(stream, "WORKER_CHECK_SECONDS", 0.05)
+    spec = routing_spec(torus((4, 4)), "dor")
+    with pytest.raises(RuntimeError, match="exit code 3"):
+        stream.gather_parallel(spec, None, 2, dsts_per_block=1)
 
 
 @pytest.mark.parametrize("case", [NETWORKS[1], NETWORKS[4], NETWORKS[9]], ids=lambda n: n[0])
