@@ -5,7 +5,9 @@ table entries, and every path and entry belongs to exactly one destination, so
 the blocks of ``TableSpec.blocks()`` can be analysed one after the other (or
 by separate workers) and added up here. Per-link and per-channel loads are
 summed block after block as one running sum (``running_sum``), in entry
-order, so that they come out bit for bit as a sum over the whole tables.
+order, so that they come out bit for bit as a sum over the whole tables (with
+several workers: per chunk of blocks, the chunks then added in order; see
+controller/analysis/stream.py).
 """
 
 from __future__ import annotations
