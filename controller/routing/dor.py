@@ -24,7 +24,7 @@ from controller.routing.builder import TableSpec, table_spec
 from controller.routing.errors import UnsupportedTopologyError
 from controller.routing.network import CardNetwork
 from controller.routing.table import USE_CODE, RoutingTables
-from controller.routing.torus_view import LOWER, UPPER, TorusView, first_move, port_of_move
+from controller.routing.torus_view import LOWER, UPPER, TorusView, decide_by_move, port_of_move
 
 VC_NAMES = {"external": {UPPER: "upper (t_i > o_i)", LOWER: "lower (t_i <= o_i)"}, "host": {0: "deliver"}}
 SINGLE_VC_NAMES = {"external": {0: "the only VC (no dateline)"}, "host": {0: "deliver"}}
@@ -48,14 +48,19 @@ def _dor_spec(network: CardNetwork, *, dateline: bool) -> TableSpec:
         )
     view = TorusView(network)
 
-    def decide(cards: np.ndarray, dsts: np.ndarray, routing_class: int):
-        dim, direction, ring = first_move(view, cards, dsts, range(view.n), {})
+    def decision(cards: np.ndarray, dim: np.ndarray, direction: np.ndarray, ring: np.ndarray, at_home):
+        """(egress, VC, use) on `cards` for DOR's next move (a torus card holds its node's PE)."""
         port, _ = port_of_move(view, cards, dim, direction)
         arrived = dim < 0
         egress = np.where(arrived, view.pe_port[cards].astype(np.int16), port)
         vc = ring if dateline else np.zeros(dim.shape, dtype=np.int8)  # ring is 0 where arrived
         use = np.where(arrived, np.int8(USE_CODE["deliver"]), np.int8(USE_CODE["external"]))
         return egress, vc, use
+
+    by_move = decide_by_move(view, decision)
+
+    def decide(cards: np.ndarray, dsts: np.ndarray, routing_class: int):
+        return by_move(cards, dsts, range(view.n), {})
 
     if dateline:
         return table_spec(

@@ -34,7 +34,7 @@ from controller.routing.builder import TableSpec, table_spec
 from controller.routing.errors import UnsupportedTopologyError
 from controller.routing.network import CardNetwork
 from controller.routing.table import USE_CODE, RoutingTables
-from controller.routing.torus_view import LOWER, UPPER, TorusView, decode_move, move_code, port_of_move
+from controller.routing.torus_view import LOWER, UPPER, TorusView, decide_by_move, port_of_move
 
 
 def internal_vc_plan(n: int, split: tuple[int, ...]) -> tuple[dict[str, int], dict[int, str]]:
@@ -92,7 +92,7 @@ def _dort_spec(network: CardNetwork, *, merged: bool) -> TableSpec:
     def decision(
         cards: np.ndarray, dim: np.ndarray, direction: np.ndarray, ring: np.ndarray, at_home: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(egress, VC, use) on `cards` for DOR's next move (``first_move``) and, where the packet is at
+        """(egress, VC, use) on `cards` for DOR's next move (``move_code``) and, where the packet is at
         the destination node, whether the destination PE is on this card."""
         port, holder = port_of_move(view, cards, dim, direction)
         side = view.side[cards].astype(np.int8)
@@ -117,23 +117,10 @@ def _dort_spec(network: CardNetwork, *, merged: bool) -> TableSpec:
             vc = np.where(egress == view.internal_port[cards], np.int8(MERGED_INTERNAL_VC), vc)
         return egress, vc, use
 
-    # The decision depends on the destination only through the move code and, at the destination
-    # node, whether the PE is on this card: per card, a table over those (code 0 .. 4n, then 4n + 1
-    # for "at home"), made by `decision` itself, and every grid is read from it.
-    home = 4 * view.n + 1
-    codes = np.arange(home + 1, dtype=np.int8)[None, :]
-    every_card = np.arange(network.num_cards, dtype=np.int32)[:, None]
-    table = decision(every_card, *decode_move(np.where(codes == home, 0, codes)), codes == home)
-    table = tuple(
-        np.ascontiguousarray(np.broadcast_to(t, (network.num_cards, home + 1))).ravel() for t in table
-    )
+    by_move = decide_by_move(view, decision)
 
     def decide(cards: np.ndarray, dsts: np.ndarray, routing_class: int):
-        code = move_code(view, cards, dsts, range(view.n), {})
-        side = view.side[cards].astype(np.int8)
-        at_home = (code == 0) & (view.side_of_pe[dsts].astype(np.int8) == side)
-        cell = np.asarray(cards, dtype=np.intp) * (home + 1) + np.where(at_home, np.int8(home), code)
-        return tuple(t.take(cell) for t in table)
+        return by_move(cards, dsts, range(view.n), {})
 
     if merged:
         merged_uses = ", ".join(internal_names.values())

@@ -9,6 +9,8 @@ generators number ports.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from controller.routing.errors import UnsupportedTopologyError
@@ -99,27 +101,56 @@ class TorusView:
         return "|".join("".join(half) for half in halves)
 
 
-def first_move(
-    view: TorusView, cards: np.ndarray, dsts: np.ndarray, order: range, ties: dict[int, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """DOR's choice on each card for each destination PE: (dimension, direction, ring VC).
+#: (cards, dimension, direction, ring VC, at home) -> (egress, VC, use): a torus routing's choice
+#: on each card from DOR's next move (``move_code``) and, where the packet is at the destination
+#: node, whether the destination PE is on this card
+MoveDecision = Callable[
+    [np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]
+]
 
-    The first dimension in `order` whose coordinate differs from the destination's,
-    the minimal direction on its ring (``ties[i]`` at distance k_i/2, + if absent),
-    and UPPER/LOWER by the destination coordinate; dimension -1 where the packet
-    is at the destination node. `cards` and `dsts` broadcast (e.g. a row of cards
-    against a column of destinations). Per dimension the move is read from a
-    k_i x k_i table of (t_i, o_i) as one code, 1 + 4i + 2[direction -] + ring
-    (0: no move), and earlier dimensions of `order` overwrite later ones.
+
+def decide_by_move(
+    view: TorusView, decision: MoveDecision
+) -> Callable[[np.ndarray, np.ndarray, range, dict[int, int]], tuple[np.ndarray, ...]]:
+    """``decide(cards, dsts, order, ties)``: `decision` on DOR's next move in `order` (``ties`` as in
+    ``move_code``), read from a per-card table that `decision` itself makes once.
+
+    The decision depends on the destination only through the move code and, at the destination
+    node, whether the PE is on this card: per card, the table holds it over those (code 0 .. 4n,
+    then 4n + 1 for "at home"), so that a grid of cards x destinations costs a move code and a
+    look-up instead of the decision's selects.
     """
-    return decode_move(move_code(view, cards, dsts, order, ties))
+    num_cards = view.network.num_cards
+    home = 4 * view.n + 1
+    codes = np.arange(home + 1, dtype=np.int8)[None, :]
+    every_card = np.arange(num_cards, dtype=np.int32)[:, None]
+    table = decision(every_card, *decode_move(np.where(codes == home, 0, codes)), codes == home)
+    table = tuple(np.ascontiguousarray(np.broadcast_to(t, (num_cards, home + 1))).ravel() for t in table)
+
+    def decide(cards: np.ndarray, dsts: np.ndarray, order: range, ties: dict[int, int]):
+        code = move_code(view, cards, dsts, order, ties)
+        side = view.side[cards].astype(np.int8)
+        at_home = (code == 0) & (view.side_of_pe[dsts].astype(np.int8) == side)
+        cell = np.asarray(cards, dtype=np.intp) * (home + 1) + np.where(at_home, np.int8(home), code)
+        return tuple(t.take(cell) for t in table)
+
+    return decide
 
 
 def move_code(
     view: TorusView, cards: np.ndarray, dsts: np.ndarray, order: range, ties: dict[int, int]
 ) -> np.ndarray:
-    """``first_move``'s choice as one int8 code per element: 1 + 4i + 2[direction -] + ring, 0 where
-    the packet is at the destination node (decode_move gives the three arrays)."""
+    """DOR's choice on each card for each destination PE, as one int8 code per element (decode_move
+    gives its dimension, direction and ring VC).
+
+    The first dimension in `order` whose coordinate differs from the destination's,
+    the minimal direction on its ring (``ties[i]`` at distance k_i/2, + if absent),
+    and UPPER/LOWER by the destination coordinate; code 0 where the packet is at
+    the destination node. `cards` and `dsts` broadcast (e.g. a row of cards
+    against a column of destinations). Per dimension the move is read from a
+    k_i x k_i table of (t_i, o_i) as one code, 1 + 4i + 2[direction -] + ring,
+    and earlier dimensions of `order` overwrite later ones.
+    """
     shape = np.broadcast_shapes(np.shape(cards), np.shape(dsts))
     code = np.zeros(shape, dtype=np.int8)
     for i in reversed(order):

@@ -35,7 +35,7 @@ from controller.routing.builder import TableSpec, table_spec
 from controller.routing.errors import UnsupportedTopologyError
 from controller.routing.network import CardNetwork
 from controller.routing.table import QUEUE_BY_CLASS_AND_VC, USE_CODE, RoutingTables
-from controller.routing.torus_view import LOWER, UPPER, TorusView, first_move, port_of_move
+from controller.routing.torus_view import LOWER, UPPER, TorusView, decide_by_move, port_of_move
 from topologies.portconfig import cbest
 
 
@@ -68,14 +68,13 @@ def _tsdor_spec(network: CardNetwork, *, mirrored: bool) -> TableSpec:
     tie_of_class0 = +1 if mirrored else -1
     crossing_vc_of_card0 = LOWER if mirrored else UPPER
 
-    def decide(cards: np.ndarray, dsts: np.ndarray, routing_class: int):
-        order = range(view.n) if routing_class == 0 else range(view.n - 1, -1, -1)
-        ties = {h: tie_of_class0 if routing_class == 0 else -tie_of_class0} if h is not None else {}
-        dim, direction, ring = first_move(view, cards, dsts, order, ties)
+    def decision(cards: np.ndarray, dim: np.ndarray, direction: np.ndarray, ring: np.ndarray, at_home):
+        """(egress, VC, use) on `cards` for the class's next DOR move and, where the packet is at the
+        destination node, whether the destination PE is on this card (the class only orders the
+        dimensions and breaks d_h's tie: ``decide``)."""
         port, holder = port_of_move(view, cards, dim, direction)
         side = view.side[cards].astype(np.int8)
         arrived = dim < 0
-        at_home = arrived & (view.side_of_pe[dsts].astype(np.int8) == side)
         local = holder == side  # holder is -1 where arrived
         # default: inject or eject over the internal link, card 0 -> 1 lower, 1 -> 0 upper (mirrored);
         # the first port is on this card: take it (each choice a select over the grid)
@@ -92,6 +91,13 @@ def _tsdor_spec(network: CardNetwork, *, mirrored: bool) -> TableSpec:
         vc = np.where(at_home, np.int8(0), vc)
         use = np.where(at_home, np.int8(USE_CODE["deliver"]), use)
         return egress, vc, use
+
+    by_move = decide_by_move(view, decision)
+
+    def decide(cards: np.ndarray, dsts: np.ndarray, routing_class: int):
+        order = range(view.n) if routing_class == 0 else range(view.n - 1, -1, -1)
+        ties = {h: tie_of_class0 if routing_class == 0 else -tie_of_class0} if h is not None else {}
+        return by_move(cards, dsts, order, ties)
 
     upper_crossing, lower_crossing = ("1 -> 0", "0 -> 1") if mirrored else ("0 -> 1", "1 -> 0")
     vc_names = {
