@@ -24,11 +24,11 @@ entries the installer writes.
 
 from __future__ import annotations
 
-import math
 from functools import cached_property
 
 import numpy as np
 
+from controller.analysis import kernels
 from controller.analysis.paths import AllPairs
 from controller.analysis.totals import CROSSING_USES, Totals, running_sum
 from controller.routing.builder import BlockGrids, TableSpec
@@ -117,65 +117,28 @@ class _Block:
     # -- the tree of each destination ---------------------------------------------------------------
 
     def _remaining(self) -> None:
-        """External and internal links from each reached card to delivery, by pointer doubling on the
-        cards; a pointer that never reaches delivery is a loop (AllPairs of the block then names it).
-
-        Each cell holds its links so far and the cell it points to in one int64 (value << 32 | cell),
-        so that a round reads both with one look-up: value + the pointed value, and its pointer."""
-        size = self.rows * self.follow.cards
-        sink = size
-        low = np.int64((1 << 32) - 1)
+        """External and internal links from each reached card to delivery, along the cells' parent
+        pointers (kernels.rest_links); a pointer that never reaches delivery is a loop (AllPairs of the
+        block then names it). The links are counted packed, external << 16 | internal."""
         value = PACKED_LINKS.take(self.kind).ravel()
         if not self.everywhere:
             value[~self.reached.ravel()] = 0
-        packed = np.full(size + 1, sink, dtype=np.int64)  # the sink: value 0, pointing to itself
-        np.copyto(packed[:size].reshape(self.parent.shape), self.parent, where=self.moving)
-        packed[:size] |= value.astype(np.int64) << 32
-        pointer, gathered = np.empty_like(packed), np.empty_like(packed)
-        for _ in range(math.ceil(math.log2(max(2, size))) + 1):
-            np.bitwise_and(packed, low, out=pointer)
-            if pointer.min() == sink:  # every pointer rests on the sink (the largest index)
-                break
-            packed.take(pointer, out=gathered, mode="clip")  # indices are valid: no checked copy
-            packed &= ~low
-            packed += gathered  # (value + pointed value) << 32 | pointed pointer
-        else:
-            np.bitwise_and(packed, low, out=pointer)  # the pointers after the last round
-        if pointer.min() != sink:
+        rest, loop = kernels.rest_links(value, self.parent, self.moving)
+        if loop >= 0:
             grids = self.grids
             AllPairs(grids.tables(), grids.first, grids.last)  # raises RoutingLoopError with a pair
             raise AssertionError("a loop in the grids that the block's tables do not show")
-        value = (packed[:size] >> 32).astype(np.int32).reshape(self.rows, -1)
-        self.rest_external, self.rest_internal = value >> 16, value & ((1 << 16) - 1)
+        #: per cell, its links to delivery packed external << 16 | internal
+        self.rest = rest.reshape(self.rows, -1)
+        self.rest_external, self.rest_internal = self.rest >> 16, self.rest & ((1 << 16) - 1)
 
     def _card_loads(self, heads: np.ndarray) -> np.ndarray:
         """Load through each cell when its first hops carry `heads` (added in port order): the cell's
-        first hops, then the cells that send to it, in the order of the ports they arrive on."""
-        load = heads.ravel()
-        for cells, parents in self._levels:
-            np.add.at(load, parents, load[cells])  # one after the other: a card's children in port order
-        return load
-
-    @cached_property
-    def _levels(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The cells that send to another card, with those cards' cells, by remaining links (deepest
-        first; a card's children all have one link more than it) and within a level by the port they
-        arrive on: the order AllPairs.loads adds them in."""
-        width = self.follow.width
-        moving = self.moving.ravel()
-        depth = (self.rest_external + self.rest_internal).ravel()  # 0 on the cells that do not move
-        top = int(depth.max(initial=0))
-        inner = int(np.count_nonzero(moving))
-        if not inner:
-            return []
-        size = (top + 1) * width  # the cells that do not move sort last, on key `size`
-        port = self.follow.port_of_link.take(self.arrive.ravel(), mode="clip")  # -1 (no move): left out
-        key = np.where(moving, (top - depth) * width + port, size)
-        order = _stable_order(key, size)[:inner]
-        per_level = np.bincount(key, minlength=size + 1)[:size].reshape(top + 1, width).sum(axis=1)
-        bounds = np.cumsum(per_level[per_level > 0])[:-1]  # deepest first, the levels no cell has left out
-        parent = self.parent.ravel().take(order)
-        return list(zip(np.split(order, bounds), np.split(parent, bounds), strict=True))
+        first hops, then the cells that send to it, in the order of the ports they arrive on (the
+        order AllPairs.loads adds them in), each complete before it is added (kernels.card_loads)."""
+        load = np.array(heads, dtype=np.float64).reshape(self.rows, -1)
+        kernels.card_loads(load, self.parent, self.moving, self.rest, self.arrive, self.follow.port_of_link)
+        return load.ravel()
 
     def _head_weights(self, matrix: np.ndarray) -> np.ndarray:
         """First hops' weights per cell added in port order (w1 + w2 ...; 0.0 without), from the PEs x
@@ -303,7 +266,7 @@ class _Block:
             if top >= totals.queue_stride:
                 totals._widen(top + 1)
             if not refined:
-                self._fold_loads(totals, load, matrix, inbound)
+                self._fold_loads(totals, load, matrix)
                 return
             assert entries is not None
             at, arrival, first = entries
@@ -315,31 +278,27 @@ class _Block:
             channel = link.astype(dtype) * totals.queue_stride + entry_queue
             totals.channel_load = running_sum(totals.channel_load, channel, values)
 
-    def _fold_loads(self, totals: Totals, load: np.ndarray, matrix: np.ndarray, inbound: np.ndarray) -> None:
-        """Link and channel loads, each entry's load added one by one in table order.
+    def _fold_loads(self, totals: Totals, load: np.ndarray, matrix: np.ndarray) -> None:
+        """Link and channel loads, each entry's load added one by one in table order (kernels.fold_loads).
 
         Each entry's load is read where it comes from (``CardFollow.source_at``): an inner entry's from
         the cell of the card at the far end of its ingress link, a first hop's from the weight matrix.
-        A card's entries all send on its link and channel, so the link and channel of each entry are
-        its card's, repeated.
+        A card's entries all send on its link and channel.
         """
         assert totals.link_load is not None and totals.channel_load is not None
         follow = self.follow
-        weights = matrix.T if follow.classes == 1 else np.repeat(matrix.T, follow.classes, axis=0)
-        # per row (destination, class): its cells' loads, then its PEs' weights
-        source = np.concatenate((load.reshape(self.rows, -1), weights), axis=1).ravel()
-        plane = follow.width * follow.cards
-        cell = self.cells
-        dtype = np.int32 if source.size < 1 << 31 else np.int64
-        row = cell // cell.dtype.type(plane)
-        at = cell - row * cell.dtype.type(plane)  # card * width + ingress port
-        stride = dtype(follow.cards + follow.spec.network.num_pes)
-        entries = source.take(row.astype(dtype, copy=False) * stride + follow.source_at.take(at))
-        counts = inbound.ravel()
-        link = self.link.astype(np.intp)  # np.add.at is faster with native indices
-        channel = link * totals.queue_stride + self.queue
-        running_sum(totals.link_load, np.repeat(link.ravel(), counts), entries)
-        running_sum(totals.channel_load, np.repeat(channel.ravel(), counts), entries)
+        kernels.fold_loads(
+            self.grids.present,
+            load.reshape(self.rows, -1),
+            matrix,
+            follow.source_at,
+            self.link,
+            self.queue,
+            totals.link_load,
+            totals.channel_load,
+            follow.classes,
+            totals.queue_stride,
+        )
 
     def _add_hops(self, totals: Totals) -> None:
         """Hop figures of the block's paths: a source's path has its first card's remaining links.
@@ -375,13 +334,17 @@ class _Block:
         if not self.everywhere:
             card_link &= reached
         card_link = card_link.ravel()
-        channel = (self.link.astype(np.intp) * s + self.queue).ravel()  # native indices: no converted copy
-        found.channel_flags[channel[card_link]] = True
-        # the second channel: the next card's, -1 where that card delivers (or the cell does not send)
-        tail = np.where(card_link, (self.egress.astype(np.intp) * s + self.queue).ravel(), -1)
-        after = tail.take(self.parent.ravel(), mode="clip")  # a cell that delivers points before its row
-        spare = found.edge_flags.size - 1
-        found.edge_flags[np.where(card_link & (after >= 0), channel * (width * s) + after, spare)] = True
+        kernels.dependencies(
+            card_link,
+            self.parent,
+            self.link,
+            self.egress,
+            self.queue,
+            found.channel_flags,
+            found.edge_flags[:-1],
+            width,
+            s,
+        )
 
     def _add_entry_dependencies(self, totals: Totals, entries, queue: np.ndarray) -> None:
         """Channels and dependencies per entry (VCs that depend on the ingress port)."""
@@ -415,19 +378,3 @@ def _among(codes: np.ndarray, chosen: tuple[int, ...]) -> np.ndarray:
     table = np.zeros(256, dtype=bool)
     table[np.asarray(chosen, dtype=codes.dtype).view(np.uint8)] = True
     return table.take(codes.view(np.uint8))
-
-
-def _stable_order(key: np.ndarray, top: int) -> np.ndarray:
-    """``np.argsort(key, kind="stable")`` of keys 0 .. `top`, faster: keys of 16 bits sorted as such
-    (numpy's stable sort of small integers is a radix sort, ~2x the packing below); larger keys packed
-    with their index in one unsigned integer and sorted (numpy's sort of these is vectorised)."""
-    if top < 1 << 16:
-        return np.argsort(key.astype(np.uint16), kind="stable")
-    shift = max(1, (key.size - 1).bit_length())
-    bits = shift + max(1, top.bit_length())
-    if bits > 64:
-        return np.argsort(key, kind="stable")
-    dtype = np.uint32 if bits <= 32 else np.uint64
-    packed = (key.astype(dtype) << dtype(shift)) | np.arange(key.size, dtype=dtype)
-    packed.sort()
-    return (packed & dtype((1 << shift) - 1)).astype(np.intp)

@@ -237,19 +237,3 @@ def test_refine_changes_only_the_entries_of_its_declared_uses(config) -> None:
     changed = (refined.vc != plain.vc) | (refined.use != plain.use)
     assert np.isin(plain.use[changed], spec.refine_uses).all()
     assert changed.any() == (config == "unpaired")  # the unpaired configuration has descending crossings
-
-
-@pytest.mark.parametrize(
-    ("size", "top"),
-    [(1, 0), (7, 1), (1000, 204), (5000, (1 << 16) - 1), (70_000, 70_000), (50, 1 << 40), (50, 1 << 62)],
-)
-def test_the_levels_packed_sort_is_numpys_stable_argsort(size, top) -> None:
-    """The follow's levels are sorted as 16-bit keys, or with keys and indices packed in one integer
-    (32 or 64 bits, or a plain stable argsort beyond): the same order as numpy's stable argsort of the
-    keys themselves, ties by index."""
-    import numpy as np
-
-    from controller.analysis.follow import _stable_order
-
-    keys = np.random.default_rng(size).integers(0, top + 1, size)
-    assert np.array_equal(_stable_order(keys, top), np.argsort(keys, kind="stable"))
