@@ -1,9 +1,11 @@
-"""The one compiled part of twinnet: the analysis's per-cell loops (controller/analysis/kernels.py).
+"""The one compiled part of twinnet: the analysis's per-cell loops (controller/kernels.py).
 
 Everything else is in pyproject.toml; ``pip install -e .`` (scripts/setup.sh) builds the extension in
-place, next to its source.
+place, next to its source. -O3 only unrolls and vectorises: no fast-math, the additions stay IEEE.
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("controller.analysis._kernels", sources=["controller/analysis/_kernels.c"], extra_compile_args=["-O3"])])
+KERNELS = Extension("controller._kernels", sources=["controller/_kernels.c"], extra_compile_args=["-O3"])
+
+setup(ext_modules=[KERNELS])

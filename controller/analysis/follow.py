@@ -28,7 +28,7 @@ from functools import cached_property
 
 import numpy as np
 
-from controller.analysis import kernels
+from controller import kernels
 from controller.analysis.paths import AllPairs
 from controller.analysis.totals import CROSSING_USES, Totals, running_sum
 from controller.routing.builder import BlockGrids, TableSpec

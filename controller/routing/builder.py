@@ -26,6 +26,7 @@ from typing import Protocol
 
 import numpy as np
 
+from controller import kernels
 from controller.routing.errors import BlackHoleError, MisdeliveryError
 from controller.routing.network import CardNetwork
 from controller.routing.table import RoutingTables
@@ -245,7 +246,7 @@ def _entry_cells(
     arrivals = np.empty((count, num_classes, num_cards), dtype=np.int32)
     reached_all = np.empty((count, num_classes, num_cards), dtype=bool)
     cards = np.arange(num_cards, dtype=np.int32)[None, :]
-    arrival = _arrival(network)
+    arrival = network.far_end
     for cls in range(num_classes):
         egress, vc, use = (
             np.broadcast_to(np.asarray(a), (count, num_cards)) for a in spec.decide(cards, dsts[:, None], cls)
@@ -286,21 +287,14 @@ def _entry_columns(
     return [card, port, column + first, cls, *(grid.ravel()[at] for grid in decisions)]
 
 
-def _arrival(network: CardNetwork) -> np.ndarray:
-    """Per (card, port) link id card * width + port: the link id at its far end, -1 without a card there."""
-    width = network.max_port + 1
-    peer = network.peer_card.astype(np.int32) * np.int32(width) + network.peer_port
-    return np.where(network.peer_card >= 0, peer, -1).astype(np.int32).ravel()
-
-
 def _reached(
     network: CardNetwork, source_class: np.ndarray, cls: int, dsts: np.ndarray, arrive: np.ndarray
 ) -> np.ndarray:
     """Per (destination, card) of the block: does some packet of class `cls` get to the card?
 
     The first cards are those with a source PE of this class, for every
-    destination but that PE itself; then the cards the decisions lead to, round
-    after round (from the cells added the round before), until no card is added.
+    destination but that PE itself; then the cards the decisions lead to from
+    them (kernels.reach).
     """
     num_cards, count = network.num_cards, dsts.size
     of_class = source_class == cls
@@ -308,24 +302,8 @@ def _reached(
     reached = np.repeat((per_card > 0)[None, :], count, axis=0)
     lonely = of_class[dsts] & (per_card[network.pe_card[dsts]] == 1)
     reached[np.flatnonzero(lonely), network.pe_card[dsts[lonely]]] = False
-    rows = (np.arange(count, dtype=np.int64) * num_cards)[:, None]
-    # the (destination, card) cell each cell's packets go to next; the spare cell after the last at a host
-    spare = count * num_cards
-    step = np.where(arrive >= 0, rows + arrive // np.int32(network.max_port + 1), spare).ravel()
-    flags = np.append(reached.ravel(), True)  # the spare counts as reached: nothing goes on from it
-    frontier = np.flatnonzero(flags[:-1])
-    while frontier.size:
-        after = step[frontier]
-        after = after[~flags[after]]
-        flags[after] = True
-        # the cells new this round, each once (a few: sorted; many: read back from a grid of marks)
-        if after.size <= 4096:
-            frontier = np.unique(after)
-        else:
-            marks = np.zeros(spare, dtype=bool)
-            marks[after] = True
-            frontier = np.flatnonzero(marks)
-    return flags[:-1].reshape(count, num_cards)
+    kernels.reach(reached, arrive, network.card_of_link)
+    return reached
 
 
 def _check_ports(network: CardNetwork, egress: np.ndarray, dsts: np.ndarray) -> None:
@@ -344,7 +322,8 @@ def _check_exits(
 ) -> None:
     """Refuse a decision on a reached card that leaves by an unconnected port or hands the packet to
     another host."""
-    rows, cards = np.nonzero(reached & (arrive < 0))
+    # a flat index then divided: np.nonzero of a 2-D grid is several times slower (few cells deliver)
+    rows, cards = np.divmod(np.flatnonzero(reached & (arrive < 0)), arrive.shape[1])
     hosts = network.host_at.ravel()[link[rows, cards]]
     wrong = np.flatnonzero(hosts != dsts[rows])
     if not wrong.size:

@@ -16,6 +16,8 @@ graph look-up per packet.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from controller.routing.errors import RoutingError
@@ -69,6 +71,18 @@ class CardNetwork:
             card = self.card_id_of_name[ref.node]
             self._names[card, ref.port] = name
             self._numbers[card, name] = ref.port
+
+    @cached_property
+    def far_end(self) -> np.ndarray:
+        """Per link id card * width + port: the link id at its far end, -1 without a card there."""
+        width = self.max_port + 1
+        peer = self.peer_card.astype(np.int32) * np.int32(width) + self.peer_port
+        return np.where(self.peer_card >= 0, peer, -1).astype(np.int32).ravel()
+
+    @cached_property
+    def card_of_link(self) -> np.ndarray:
+        """Per link id card * width + port: the card."""
+        return np.repeat(np.arange(self.num_cards, dtype=np.int32), self.max_port + 1)
 
     def port_name(self, card: int, port: int) -> str:
         """Paper name of a card port ("d1-", "int0", "pe", "5"), or "p<port>" if the model names none."""

@@ -1,13 +1,13 @@
-"""The analysis's compiled loops (controller/analysis/kernels.py) against plain Python loops written
-from their descriptions, on random forests and grids: the same integers, the same float bits (the
-order of the additions is part of what they promise), and clear errors on bad input."""
+"""The compiled loops of the builder and the analysis (controller/kernels.py) against plain Python
+loops written from their descriptions, on random forests and grids: the same integers, the same
+float bits (the order of the additions is part of what they promise), and clear errors on bad input."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from controller.analysis import kernels
+from controller import kernels
 
 EXTERNAL, INTERNAL = 1 << 16, 1  # packed links, as follow.PACKED_LINKS
 
@@ -34,6 +34,35 @@ def random_forest(rng: np.random.Generator, rows: int, cards: int, width: int):
             value[row, card] = EXTERNAL if rng.random() < 0.7 else INTERNAL
             free_ports[card] = list(rng.permutation(width))
     return parent, moving, arrive, value
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reach_marks_what_the_marked_cells_lead_to(seed: int) -> None:
+    """Any decisions (loops among unmarked cells included): the closure of the marked cells under
+    "goes on to the card at the far end of its egress link", found round by round as a reference."""
+    rng = np.random.default_rng(seed)
+    rows, cards, width = 3, 50, 4
+    card_of_link = np.repeat(np.arange(cards, dtype=np.int32), width)
+    arrive = rng.integers(0, cards * width, (rows, cards)).astype(np.int32)
+    arrive[rng.random((rows, cards)) < 0.03] = -1  # delivered
+    flags = rng.random((rows, cards)) < 0.05
+    first, expected = flags.copy(), flags.copy()
+    frontier = list(zip(*np.nonzero(flags), strict=True))
+    while frontier:
+        row, card = frontier.pop()
+        if arrive[row, card] >= 0:
+            after = (row, int(card_of_link[arrive[row, card]]))
+            if not expected[after]:
+                expected[after] = True
+                frontier.append(after)
+    kernels.reach(flags, arrive, card_of_link)
+    assert np.array_equal(flags, expected) and expected.sum() > 2 * first.sum()
+
+
+def test_reach_refuses_a_link_outside_the_network() -> None:
+    card_of_link = np.repeat(np.arange(2, dtype=np.int32), 2)
+    with pytest.raises(IndexError, match="arrival link"):
+        kernels.reach(np.ones((1, 2), dtype=bool), np.array([[4, -1]], dtype=np.int32), card_of_link)
 
 
 def rest_reference(value: np.ndarray, parent: np.ndarray, moving: np.ndarray) -> np.ndarray:

@@ -1,9 +1,11 @@
-"""The follow's per-cell loops (controller/analysis/_kernels.c), with the dtypes they read checked here.
+"""Loops over a block's (destination, card) cells (controller/_kernels.c), with the dtypes they read
+checked here: the builder's reachability and the analysis's follow.
 
-Each loop is one pass over a block's cells in C, where numpy needed several (pointer doubling, a sort
-by level, gathers and ``np.add.at``); the additions happen in the order follow.py documents, so the
-loads are bit for bit those of an in-order running sum. scripts/setup.sh builds the extension
-(``pip install -e .``); tests/unit/test_analysis_kernels.py holds each loop against a plain Python one.
+Each loop is one pass over a block's cells in C, where numpy needed several (rounds of reachability,
+pointer doubling, a sort by level, gathers and ``np.add.at``); the additions happen in the order
+controller/analysis/follow.py documents, so the loads are bit for bit those of an in-order running
+sum. scripts/setup.sh builds the extension (``pip install -e .``); tests/unit/test_analysis_kernels.py
+holds each loop against a plain Python one.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 try:
-    from controller.analysis import _kernels
+    from controller import _kernels
 except ImportError as error:  # a source tree that was never installed
     raise ImportError(
-        "twinnet's compiled analysis loops (controller/analysis/_kernels.c) are not built: "
+        "twinnet's compiled analysis loops (controller/_kernels.c) are not built: "
         "run `sudo bash scripts/setup.sh` (or `pip install -e .` in the project's .venv)"
     ) from error
 
@@ -24,19 +26,31 @@ def _as(array: np.ndarray, dtype: type) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=dtype).reshape(-1)
 
 
+def _in_place(name: str, array: np.ndarray, dtype: type) -> np.ndarray:
+    """`array` itself, flat, if it is C-contiguous in `dtype`: a loop that writes to it needs that."""
+    if array.dtype != dtype or not array.flags.c_contiguous:
+        raise TypeError(f"{name} is written in place: it must be a C-contiguous {np.dtype(dtype)} array")
+    return array.reshape(-1)
+
+
+def reach(flags: np.ndarray, arrive: np.ndarray, card_of_link: np.ndarray) -> None:
+    """Mark (in place) every cell of the (rows, cards) grid `flags` that packets get to from the cells
+    marked: a cell's packets go on to the cell, in its row, of the card ``card_of_link[arrive]`` (the
+    card at the far end of its egress link; `arrive` -1: delivered)."""
+    _kernels.reach(
+        _in_place("flags", flags, np.bool_),
+        _as(arrive, np.int32),
+        _as(card_of_link, np.int32),
+        flags.shape[-1],
+    )
+
+
 def rest_links(value: np.ndarray, parent: np.ndarray, moving: np.ndarray) -> tuple[np.ndarray, int]:
     """Per cell, its own links `value` plus its parent's total when it `moving` (its links to delivery,
     packed as the values are); and -1, or a cell on a loop of parent pointers."""
     rest = np.empty(value.size, dtype=np.int32)
     loop = _kernels.rest_links(_as(value, np.int32), _as(parent, np.int32), _as(moving, np.bool_), rest)
     return rest, loop
-
-
-def _in_place(name: str, array: np.ndarray, dtype: type) -> np.ndarray:
-    """`array` itself, flat, if it is C-contiguous in `dtype`: a loop that writes to it needs that."""
-    if array.dtype != dtype or not array.flags.c_contiguous:
-        raise TypeError(f"{name} is written in place: it must be a C-contiguous {np.dtype(dtype)} array")
-    return array.reshape(-1)
 
 
 def card_loads(

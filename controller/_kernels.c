@@ -1,11 +1,12 @@
 /*
- * The follow's loops over the cells of a block (controller/analysis/follow.py), compiled.
+ * Loops over the (destination, card) cells of a block of routing tables, compiled: the builder's
+ * reachability (controller/routing/builder.py) and the analysis's follow (controller/analysis/follow.py).
  *
  * Each one is a loop that numpy can only express as several passes over the block (pointer doubling,
  * a sort by level, gathers, repeats, np.add.at); here it is one pass. The order of every floating-point
  * addition is the one follow.py documents (table order, a card's children in port order), so the
  * sums are bit for bit the same as an in-order running sum. Arrays come through the buffer protocol
- * (numpy arrays of the dtypes controller/analysis/kernels.py gives); every index read from an array is
+ * (numpy arrays of the dtypes controller/kernels.py gives); every index read from an array is
  * checked before it is used.
  */
 #define PY_SSIZE_T_CLEAN
@@ -29,6 +30,57 @@ static PyObject *index_error(const char *what, long long value)
 {
     PyErr_Format(PyExc_IndexError, "%s out of range: %lld", what, value);
     return NULL;
+}
+
+/*
+ * reach(flags: bool[n] in/out, arrive: int32[n], card_of_link: int32[links], cards: int) -> None
+ *
+ * Marks every cell that packets get to from the cells already marked: a marked cell's packets go on
+ * to the cell of the card at the far end of its egress link (arrive: that link id, -1 at a host), in
+ * the same row (rows of `cards` cells), which card_of_link gives.
+ */
+static PyObject *reach(PyObject *self, PyObject *args)
+{
+    Py_buffer flags_view, arrive_view, card_view;
+    Py_ssize_t cards;
+    if (!PyArg_ParseTuple(args, "w*y*y*n", &flags_view, &arrive_view, &card_view, &cards))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = flags_view.len, links = card_view.len / 4;
+    if (check_items(&arrive_view, 4, n, "arrive") || check_items(&card_view, 4, links, "card_of_link"))
+        goto done;
+    if (cards < 1 || n % cards) {
+        PyErr_SetString(PyExc_ValueError, "reach: the cells are not rows of `cards`");
+        goto done;
+    }
+    uint8_t *flags = flags_view.buf;
+    const int32_t *arrive = arrive_view.buf, *card_of_link = card_view.buf;
+    for (Py_ssize_t start = 0; start < n; start++) {
+        if (!flags[start])
+            continue;
+        Py_ssize_t cell = start;
+        for (;;) { /* on from a marked cell until a cell marked before or a host */
+            int32_t link = arrive[cell];
+            if (link < 0)
+                break;
+            if (link >= links || card_of_link[link] < 0 || card_of_link[link] >= cards) {
+                result = index_error("a cell's arrival link (cell)", cell);
+                goto done;
+            }
+            Py_ssize_t next = cell - cell % cards + card_of_link[link];
+            if (flags[next])
+                break;
+            flags[next] = 1;
+            cell = next;
+        }
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyBuffer_Release(&flags_view);
+    PyBuffer_Release(&arrive_view);
+    PyBuffer_Release(&card_view);
+    return result;
 }
 
 /*
@@ -347,6 +399,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"reach", reach, METH_VARARGS, "Cells that packets get to from the marked cells."},
     {"rest_links", rest_links, METH_VARARGS, "Links from each cell to delivery along parent pointers."},
     {"card_loads", card_loads, METH_VARARGS, "Cells' loads added to their parents', deepest first."},
     {"fold_loads", fold_loads, METH_VARARGS, "Entries' loads added to links and channels in table order."},
