@@ -16,7 +16,7 @@ try:
     from controller import _kernels
 except ImportError as error:  # a source tree that was never installed
     raise ImportError(
-        "twinnet's compiled analysis loops (controller/_kernels.c) are not built: "
+        "twinnet's compiled loops (controller/_kernels.c) are not built: "
         "run `sudo bash scripts/setup.sh` (or `pip install -e .` in the project's .venv)"
     ) from error
 

@@ -13,7 +13,10 @@ so that every figure is the one ``AllPairs`` + ``Totals.add`` give bit for bit:
   comes from, and a card's load is its first hops' weights added in port order,
   then its inner entries' loads in port order (``AllPairs.loads``'s order);
 * link and channel loads add the entries' loads one by one in table order
-  (``np.add.at`` adds in the order given, as one running sum would).
+  (as one running sum would).
+
+The loops over the cells that numpy needs several passes for (remaining links, the cards' loads,
+the fold in table order, the dependency flags) are compiled: ``controller.kernels``.
 
 A ``refine`` step (ingress-dependent VC and use: DESTRO's descending crossings)
 makes VCs, queues and uses per entry. It is asked about the entries of the
