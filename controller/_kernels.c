@@ -58,7 +58,7 @@ static PyObject *reach(PyObject *self, PyObject *args)
     for (Py_ssize_t start = 0; start < n; start++) {
         if (!flags[start])
             continue;
-        Py_ssize_t cell = start;
+        Py_ssize_t cell = start, row = start - start % cards; /* the chain stays in its row */
         for (;;) { /* on from a marked cell until a cell marked before or a host */
             int32_t link = arrive[cell];
             if (link < 0)
@@ -67,7 +67,7 @@ static PyObject *reach(PyObject *self, PyObject *args)
                 result = index_error("a cell's arrival link (cell)", cell);
                 goto done;
             }
-            Py_ssize_t next = cell - cell % cards + card_of_link[link];
+            Py_ssize_t next = row + card_of_link[link];
             if (flags[next])
                 break;
             flags[next] = 1;
