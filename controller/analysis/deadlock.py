@@ -135,7 +135,7 @@ class Dependencies:
         self.channel_flags[link * s + queue] = True
 
     def __getstate__(self) -> dict:
-        """Pickled as the indices of the flags set (a worker's chunk sets ~1 in 1,000 of its flags)."""
+        """Pickled as the indices of the flags set (a chunk of 3DT 16x16x16 sets ~2% of its edge flags)."""
         state = dict(self.__dict__)
         state["edge_flags"] = (self.edge_flags.size, np.flatnonzero(self.edge_flags))
         state["channel_flags"] = (self.channel_flags.size, np.flatnonzero(self.channel_flags))
