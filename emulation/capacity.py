@@ -100,9 +100,7 @@ def estimate_memory(
     )
 
 
-def check_memory(
-    topology: Topology, switches: SwitchMemory, target: str, entries: int = 0
-) -> MemoryEstimate:
+def check_memory(topology: Topology, switches: SwitchMemory, target: str, entries: int = 0) -> MemoryEstimate:
     """The estimate, or CapacityError with the figures if the network would not fit."""
     estimate = estimate_memory(topology, switches, entries=entries)
     if not estimate.fits:
