@@ -64,8 +64,8 @@ class DispatchingService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def GetForwardingPipelineConfig(self, request, context):  # noqa: N802
         return self._service(request.device_id, context).GetForwardingPipelineConfig(request, context)
 
-    def Write(self, request, context):  # noqa: N802
-        return self._service(request.device_id, context).Write(request, context)
+    def Write(self, request, context, raw: bytes | None = None):  # noqa: N802
+        return self._service(request.device_id, context).Write(request, context, raw=raw)
 
     def Read(self, request, context):  # noqa: N802
         return self._service(request.device_id, context).Read(request, context)

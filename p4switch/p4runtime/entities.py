@@ -37,6 +37,7 @@ from p4switch.p4runtime.info import (
 )
 from p4switch.p4runtime.meters import MeterEntities, config_of, configure, set_config
 from p4switch.p4runtime.replication import ReplicationEntities
+from p4switch.p4runtime.wire import CanonicalUpdate, TableShapes
 from p4switch.runtime.meters import check_config
 from p4switch.runtime.tables import Table
 
@@ -119,6 +120,10 @@ class PipelineEntities:
             fast = exact_table(pipeline, table)
             if fast is not None:
                 self.exact[table_id] = fast
+
+    def exact_shapes(self) -> TableShapes:
+        """The tables with a fast path: table id -> (field ids, widths), as wire.exact_updates takes them."""
+        return {table_id: (fast.field_ids, fast.widths) for table_id, fast in self.exact.items()}
 
     # ----- write -----------------------------------------------------------------------------
     def write(self, update: p4runtime_pb2.Update) -> Undo:
@@ -235,14 +240,35 @@ class PipelineEntities:
             if value >> width:
                 return None
             values.append(value)
-        values = tuple(values)
+        blob = entry.action.SerializeToString() if kind != DELETE else b""
+        return self._apply_exact(fast, kind, tuple(values), blob, entry)
+
+    def write_canonical(self, update: CanonicalUpdate) -> Undo | None:
+        """Apply one update already read from a request's bytes (``wire.exact_updates``); None, with
+        nothing changed, when its table has no fast path (then ``write`` decides, from protobuf)."""
+        kind, table_id, values, blob = update
+        fast = self.exact.get(table_id)
+        if fast is None:
+            return None
+        return self._apply_exact(fast, kind, values, blob)
+
+    def _apply_exact(
+        self,
+        fast: ExactTable,
+        kind: int,
+        values: tuple[int, ...],
+        blob: bytes,
+        entry: p4runtime_pb2.TableEntry | None = None,
+    ) -> Undo:
+        """A canonical INSERT, MODIFY or DELETE of `values`, with the entry's serialised TableAction
+        `blob` (from `entry`, if given, or the request's bytes)."""
         key = (*values, 0)
         table, core = fast.info, fast.core
         keys = self.keys[table.id]
         if kind == INSERT:
             if key in keys:
                 raise P4RuntimeError(code_pb2.ALREADY_EXISTS, f"{table.name}: entry already exists")
-            action, params = self._exact_action(fast, entry)
+            action, params = self._exact_action(fast, blob, entry)
             if table.size and len(keys) >= table.size:
                 raise P4RuntimeError(
                     code_pb2.RESOURCE_EXHAUSTED, f"{table.name} is full ({table.size} entries)"
@@ -262,7 +288,7 @@ class PipelineEntities:
         if old is None:
             raise P4RuntimeError(code_pb2.NOT_FOUND, f"{table.name}: no such entry")
         if kind == MODIFY:
-            action, params = self._exact_action(fast, entry)
+            action, params = self._exact_action(fast, blob, entry)
             self._call(core.modify_exact, values, action, params)
             keys[key] = (action, params)
 
@@ -280,11 +306,15 @@ class PipelineEntities:
 
         return undo_delete
 
-    def _exact_action(self, fast: ExactTable, entry: p4runtime_pb2.TableEntry) -> tuple[str, tuple[int, ...]]:
-        """The entry's action and parameters, decoded once per distinct TableAction (as _decode_action)."""
-        blob = entry.action.SerializeToString()
+    def _exact_action(
+        self, fast: ExactTable, blob: bytes, entry: p4runtime_pb2.TableEntry | None
+    ) -> tuple[str, tuple[int, ...]]:
+        """The action and parameters of the serialised TableAction `blob` (`entry`'s, if given),
+        decoded once per distinct blob (as _decode_action)."""
         found = fast.actions.get(blob)
         if found is None:
+            if entry is None:
+                entry = p4runtime_pb2.TableEntry(action=p4runtime_pb2.TableAction.FromString(blob))
             found = self._decode_action(fast.info, entry, for_default=False)
             if len(fast.actions) < ACTIONS_KEPT:
                 fast.actions[blob] = found

@@ -30,12 +30,15 @@ from concurrent import futures
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4switch.daemon.program import CompileFunction, PipelineSlot, default_compile, verify_config
 from p4switch.p4runtime.arbitration import Arbitration, election_id_of
+from p4switch.p4runtime.entities import PipelineEntities, Undo
 from p4switch.p4runtime.info import P4RuntimeError
+from p4switch.p4runtime.wire import exact_updates
 
 log = logging.getLogger("twinnet.switch.p4runtime")
 
@@ -50,6 +53,35 @@ MAX_RECEIVE_BYTES = 4 * 1024 * 1024
 #: Largest response (a wildcard Read is streamed in READ_BATCH_ENTITIES entities per message).
 MAX_SEND_BYTES = 64 * 1024 * 1024
 Request = p4runtime_pb2.SetForwardingPipelineConfigRequest
+SERVICE_NAME = p4runtime_pb2.DESCRIPTOR.services_by_name["P4Runtime"].full_name
+
+
+class Updates:
+    """A WriteRequest's updates: each applied from the request's bytes when it is a canonical write of
+    an all-exact table (wire.exact_updates), through protobuf's objects otherwise."""
+
+    def __init__(
+        self, request: p4runtime_pb2.WriteRequest, raw: bytes | None, entities: PipelineEntities
+    ) -> None:
+        self.updates = request.updates
+        #: the pipeline whose tables the canonical updates were read for
+        self.entities = entities
+        data = request.SerializeToString() if raw is None else raw
+        canonical = exact_updates(data, entities.exact_shapes())
+        self.canonical = canonical if canonical is not None and len(canonical) == len(self.updates) else None
+
+    def __len__(self) -> int:
+        return len(self.updates)
+
+    def write(self, entities: PipelineEntities, position: int) -> Undo:
+        """Apply the update at `position` to `entities`; how to undo it (raises as entities.write)."""
+        if self.canonical is not None and entities is self.entities:
+            update = self.canonical[position]
+            if update is not None:
+                undo = entities.write_canonical(update)
+                if undo is not None:
+                    return undo
+        return entities.write(self.updates[position])
 
 
 @functools.cache
@@ -190,7 +222,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             response.config.p4_device_config = config.device_config
         return response
 
-    def Write(self, request, context):  # noqa: N802
+    def Write(self, request, context, raw: bytes | None = None):  # noqa: N802
+        """`raw`: the request's bytes as received (serialised again when not given), from which the
+        route entries are read without protobuf's per-field objects (see wire.exact_updates)."""
         try:
             self._check_device(request.device_id)
             self._check_primary(request)
@@ -203,12 +237,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 raise P4RuntimeError(
                     code_pb2.UNIMPLEMENTED, f"atomicity {request.atomicity} is not supported"
                 )
+            updates = Updates(request, raw, self.slot.require_entities())
         except P4RuntimeError as error:
             abort(context, error)
         if request.atomicity == p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
-            errors = self._write_each(request.updates)
+            errors = self._write_each(updates)
         else:
-            errors = self._write_all_or_nothing(request.updates)
+            errors = self._write_all_or_nothing(updates)
         # Installed entries live as long as the tables: kept out of the cyclic collector's full
         # passes, which otherwise scan every entry of every card and stall the data plane (one
         # process with 1M entries: ~4 s a pass) and the writes themselves.
@@ -217,7 +252,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._report_write_errors(context, errors)
         return p4runtime_pb2.WriteResponse()
 
-    def _write_each(self, updates: Sequence[p4runtime_pb2.Update]) -> list[P4RuntimeError | None]:
+    def _write_each(self, updates: Updates) -> list[P4RuntimeError | None]:
         """CONTINUE_ON_ERROR: every update on its own; the lock is given back to the data plane
         every WRITE_SLICE_SECONDS so that a long batch does not stall forwarding."""
         errors: list[P4RuntimeError | None] = []
@@ -231,7 +266,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 deadline = time.perf_counter() + WRITE_SLICE_SECONDS
                 while len(errors) < count:
                     try:
-                        entities.write(updates[len(errors)])
+                        updates.write(entities, len(errors))
                         errors.append(None)
                     except P4RuntimeError as error:
                         errors.append(error)
@@ -239,15 +274,15 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         break
         return errors
 
-    def _write_all_or_nothing(self, updates: Sequence[p4runtime_pb2.Update]) -> list[P4RuntimeError | None]:
+    def _write_all_or_nothing(self, updates: Updates) -> list[P4RuntimeError | None]:
         """ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC: under one lock hold, undone at the first failure."""
         errors: list[P4RuntimeError | None] = []
         with self.slot.control():
             entities = self.slot.require_entities()
             undo_steps = []
-            for update in updates:
+            for position in range(len(updates)):
                 try:
-                    undo_steps.append(entities.write(update))
+                    undo_steps.append(updates.write(entities, position))
                     errors.append(None)
                 except P4RuntimeError as error:
                     errors.append(error)
@@ -353,6 +388,49 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             outbox.put(None)
 
 
+def p4runtime_handlers(service: p4runtime_pb2_grpc.P4RuntimeServicer) -> dict[str, grpc.RpcMethodHandler]:
+    """The P4Runtime methods of `service` as p4runtime_pb2_grpc registers them, but for Write, which
+    gets the request's bytes as well (``Updates`` reads the route entries from them)."""
+    pb = p4runtime_pb2
+
+    def write(raw: bytes, context: grpc.ServicerContext) -> p4runtime_pb2.WriteResponse:
+        try:
+            request = pb.WriteRequest.FromString(raw)
+        except DecodeError as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the WriteRequest cannot be parsed: {error}")
+        return service.Write(request, context, raw=raw)
+
+    unary, streamed = grpc.unary_unary_rpc_method_handler, grpc.unary_stream_rpc_method_handler
+    return {
+        "Write": unary(write, response_serializer=pb.WriteResponse.SerializeToString),
+        "Read": streamed(
+            service.Read,
+            request_deserializer=pb.ReadRequest.FromString,
+            response_serializer=pb.ReadResponse.SerializeToString,
+        ),
+        "SetForwardingPipelineConfig": unary(
+            service.SetForwardingPipelineConfig,
+            request_deserializer=pb.SetForwardingPipelineConfigRequest.FromString,
+            response_serializer=pb.SetForwardingPipelineConfigResponse.SerializeToString,
+        ),
+        "GetForwardingPipelineConfig": unary(
+            service.GetForwardingPipelineConfig,
+            request_deserializer=pb.GetForwardingPipelineConfigRequest.FromString,
+            response_serializer=pb.GetForwardingPipelineConfigResponse.SerializeToString,
+        ),
+        "StreamChannel": grpc.stream_stream_rpc_method_handler(
+            service.StreamChannel,
+            request_deserializer=pb.StreamMessageRequest.FromString,
+            response_serializer=pb.StreamMessageResponse.SerializeToString,
+        ),
+        "Capabilities": unary(
+            service.Capabilities,
+            request_deserializer=pb.CapabilitiesRequest.FromString,
+            response_serializer=pb.CapabilitiesResponse.SerializeToString,
+        ),
+    }
+
+
 def start_p4runtime_server(
     address: str, service: p4runtime_pb2_grpc.P4RuntimeServicer, workers: int = 16
 ) -> tuple[grpc.Server, int]:
@@ -371,7 +449,9 @@ def start_p4runtime_server(
             ("grpc.so_reuseport", 0),
         ],
     )
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
+    handlers = p4runtime_handlers(service)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+    server.add_registered_method_handlers(SERVICE_NAME, handlers)
     port = server.add_insecure_port(address)
     if port == 0:
         raise OSError(f"cannot listen on {address}")

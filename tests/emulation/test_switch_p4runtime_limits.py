@@ -24,7 +24,13 @@ from p4src import CARD_PROGRAM
 from p4src import card as names
 from p4switch.daemon.program import PipelineSlot
 from p4switch.p4runtime.info import P4InfoIndex
-from p4switch.p4runtime.server import MAX_RECEIVE_BYTES, P4RuntimeService, start_p4runtime_server
+from p4switch.p4runtime.server import (
+    MAX_RECEIVE_BYTES,
+    SERVICE_NAME,
+    P4RuntimeService,
+    p4runtime_handlers,
+    start_p4runtime_server,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,9 +47,9 @@ class CountingService(P4RuntimeService):
 
     writes = 0
 
-    def Write(self, request, context):  # noqa: N802 - gRPC method name
+    def Write(self, request, context, raw=None):  # noqa: N802 - gRPC method name
         type(self).writes += 1
-        return super().Write(request, context)
+        return super().Write(request, context, raw=raw)
 
 
 @pytest.fixture
@@ -85,6 +91,24 @@ def test_a_write_above_the_receive_limit_is_refused_before_it_is_parsed(card) ->
     assert service.writes == 0  # the handler never saw it: the message was not kept
     assert connection.write([spec_update(index, INSERT, routes(1)[0])], str) == []  # the switch goes on
     assert service.writes == 1
+
+
+def test_write_bytes_that_are_not_a_write_request_are_invalid_argument(card) -> None:
+    service, connection = card
+    write = connection.channel.unary_unary(f"/{SERVICE_NAME}/Write")
+    with pytest.raises(grpc.RpcError) as error:
+        write(b"\x22\x05\x08", timeout=10)  # an update whose length runs past the end
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "cannot be parsed" in error.value.details()
+    assert service.writes == 0
+    entries = routes(3)
+    assert connection.write([spec_update(connection.index, INSERT, spec) for spec in entries], str) == []
+    assert sorted(spec for _, spec in connection.read_specs([_wildcard(connection.index)])) == sorted(entries)
+
+
+def test_the_server_serves_every_method_of_the_p4runtime_service() -> None:
+    methods = p4runtime_pb2.DESCRIPTOR.services_by_name["P4Runtime"].methods
+    assert set(p4runtime_handlers(P4RuntimeService(1, PipelineSlot()))) == {method.name for method in methods}
 
 
 def test_hundreds_of_failed_updates_in_one_batch_are_each_reported(card) -> None:
