@@ -16,9 +16,9 @@ SYSTEM_PYTHON="${TWINNET_PYTHON:-/usr/bin/python3}"
 
 # Debian packages: the emulator (mininet, iproute2, ethtool, iperf), the C
 # preprocessor the embedded P4 target runs like p4c does (cpp), venv support, the
-# compiler and headers that build the analysis's loops and the switch's request reader (gcc,
-# python3-dev: controller/_kernels.c, p4switch/p4runtime/_wire.c, built in place by
-# `pip install -e`), and
+# compiler and headers that build the analysis's loops and the switch's request reader and packet
+# I/O (gcc, python3-dev: controller/_kernels.c, p4switch/p4runtime/_wire.c,
+# p4switch/daemon/_packet_io.c, built in place by `pip install -e`), and
 # what the VM's checks use (tests/unit/test_vm_*.py: ruby, shellcheck, vagrant with
 # its libvirt plugin, which makes `vagrant validate` check provider settings too).
 APT_PACKAGES=(mininet iproute2 ethtool iperf iputils-ping net-tools procps cpp
@@ -75,9 +75,10 @@ fi
 stamp="$VENV/.twinnet-installed"
 if [[ ! -f "$stamp" || "$REPO/pyproject.toml" -nt "$stamp" || "$REPO/scripts/setup.sh" -nt "$stamp" \
       || "$REPO/p4switch/p4runtime/protos.py" -nt "$stamp" || "$REPO/setup.py" -nt "$stamp" \
-      || "$REPO/controller/_kernels.c" -nt "$stamp" || "$REPO/p4switch/p4runtime/_wire.c" -nt "$stamp" \
+      || -n "$(find "$REPO/controller" "$REPO/p4switch" -name '_*.c' -newer "$stamp")" \
       || -z "$(compgen -G "$REPO/controller/_kernels*.so")" \
-      || -z "$(compgen -G "$REPO/p4switch/p4runtime/_wire*.so")" ]]; then
+      || -z "$(compgen -G "$REPO/p4switch/p4runtime/_wire*.so")" \
+      || -z "$(compgen -G "$REPO/p4switch/daemon/_packet_io*.so")" ]]; then
     echo "== installing Python packages into $VENV"
     "$VENV/bin/python" -m pip install -q --upgrade pip
     # an environment made before p4runtime-shell moved to $SHELL_VENV: its pins would conflict

@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from p4switch.daemon import packet_io
 from p4switch.daemon.loop import MAX_POLL_MS, ForwardingLoop
 from p4switch.daemon.pfc import NOMINAL_FRAME_BITS, PfcSettings, PfcState, interface_mac
 from p4switch.daemon.ports import (
@@ -296,7 +297,7 @@ class DataPlane:
         pfc = self.pfc
         now = time.monotonic()
         pcap = port.pcap_in
-        for frame, _ in self._receive_batch(port):
+        for frame in self._receive_batch(port)[0]:
             if pcap is not None:
                 pcap.write(frame)
             if pfc.receive(number, frame, now):
@@ -411,39 +412,29 @@ class DataPlane:
                 self._rx_port, self._rx_frame = number, frame
             self._ingress(pipeline, frame, number)
 
-    def _receive_batch(self, port: Port) -> list[tuple[bytes, int]]:
-        """Up to RX_BATCH frames waiting on `port`, each with its arrival time (monotonic ns).
+    def _receive_batch(self, port: Port) -> tuple[list[bytes], int]:
+        """Up to RX_BATCH frames waiting on `port`, read in one system call (packet_io.receive), and
+        when they were read (monotonic ns).
 
         Counted in the port's rx_frames once per batch; a receive error is logged and ends the
         batch. A VLAN tag the kernel took off is put back; a truncated (oversize) frame is
         counted and left out.
         """
-        recvmsg, monotonic_ns = port.sock.recvmsg, time.monotonic_ns
-        batch: list[tuple[bytes, int]] = []
-        oversize = 0
-        for _ in range(RX_BATCH):
-            try:
-                frame, ancillary, flags, _ = recvmsg(MAX_FRAME_BYTES, ANCILLARY_BYTES)
-            except BlockingIOError:
-                break
-            except OSError as error:
-                log.warning("port %d (%s): receive failed: %s", port.number, port.interface, error)
-                break
-            if flags & MSG_TRUNC:
-                oversize += 1
-                continue
-            if ancillary and ancillary[0][2][0] & TP_STATUS_VLAN_VALID:
-                frame = with_vlan_tag(frame, ancillary[0][2])
-            batch.append((frame, monotonic_ns()))
-        port.rx_frames += len(batch) + oversize
-        if oversize:
-            self.counters.oversize_drops += oversize
-        return batch
+        try:
+            frames, cut = packet_io.receive(port.sock.fileno(), RX_BATCH)
+        except OSError as error:
+            log.warning("port %d (%s): receive failed: %s", port.number, port.interface, error)
+            return [], 0
+        read_ns = time.monotonic_ns()
+        port.rx_frames += len(frames) + cut
+        if cut:
+            self.counters.oversize_drops += cut
+        return frames, read_ns
 
     def _receive_fused(self, port: Port, run_fused: Callable[..., tuple[int, bytes] | None]) -> None:
         """Up to RX_BATCH frames from one port through the language core's fused driver, in three phases.
 
-        1. receive the whole batch (each frame with its arrival time);
+        1. receive the whole batch in one system call (its frames arrive when they are read);
         2. run the pipeline over the batch; frames for an idle port without a rate limit go
            through egress at once and are collected in arrival order, all others (busy or
            rate-limited port, odd priority) take the queue path unchanged;
@@ -454,22 +445,22 @@ class DataPlane:
         each other), with much less work per frame: one call runs parser,
         ingress, the idle-port check (``_admit``), egress and deparser, with the packet's
         headers in local variables; drops and queued packets are reported to ``self.hooks``.
-        Frames are sent by ``_send_departures``, with the port socket's ``send`` bound once
-        per run of frames to the same port.
+        Frames are sent by ``_send_departures``, one system call per run of frames to the
+        same port.
         """
-        batch = self._receive_batch(port)
+        batch, read_ns = self._receive_batch(port)
         if not batch:
             return
         number = port.number
-        origin_ns = self._clock_origin_ns
+        arrival_us = (read_ns - self._clock_origin_ns) // 1000
         counters, admit, hooks = self.counters, self._admit, self.hooks
         departures: list[tuple[int, bytes]] = []
-        for frame, arrival_ns in batch:
+        for frame in batch:
             if len(frame) < ETHERNET_HEADER_BYTES:
                 counters.malformed += 1
                 continue
             try:
-                sent = run_fused(frame, number, (arrival_ns - origin_ns) // 1000, admit, hooks)
+                sent = run_fused(frame, number, arrival_us, admit, hooks)
             except Exception as error:  # one bad packet must not stop the switch
                 self._packet_error("pipeline", number, frame, stage_error("pipeline", error))
                 continue
@@ -518,37 +509,32 @@ class DataPlane:
         return True
 
     def _send_departures(self, departures: list[tuple[int, bytes]]) -> None:
-        """Send frames in order; the same per-frame outcome as ``Port.send`` (or a packet-in).
+        """Send frames; the same per-frame outcome as ``Port.send`` (or a packet-in).
 
-        Consecutive frames to the same port (the usual case) reuse the bound ``sock.send``
-        of that port, and its tx_frames is added when the run of frames ends, instead of a
-        Python-level ``Port.send`` call and an attribute update per frame.
+        The frames of a port go out in order, in one system call per run of consecutive frames to
+        it (``packet_io.send``), and its tx_frames and tx_errors are added once per run. A port
+        with a pcap file goes through ``Port.send`` (it writes the capture too).
         """
         ports = self.ports
-        current = -1
-        out_port: Port | None = None
-        send: Callable[[bytes], Any] | None = None
-        sent = 0
-        for egress_port, out in departures:
-            if egress_port != current:
-                if out_port is not None:
-                    out_port.tx_frames += sent
-                current, sent = egress_port, 0
-                out_port = ports.get(egress_port)
-                # a port with a pcap file goes through Port.send (it writes the capture too)
-                send = out_port.sock.send if out_port is not None and out_port.pcap_out is None else None
-            if send is not None:
-                try:
-                    send(out)
-                    sent += 1
-                except OSError:
-                    out_port.tx_errors += 1
-            elif out_port is not None:
-                out_port.send(out)
-            elif self.packet_in is not None:
-                self.packet_in(out)
-        if out_port is not None:
-            out_port.tx_frames += sent
+        start, count = 0, len(departures)
+        while start < count:
+            egress_port = departures[start][0]
+            end = start + 1
+            while end < count and departures[end][0] == egress_port:
+                end += 1
+            out_port = ports.get(egress_port)
+            if out_port is not None and out_port.sock is not None and out_port.pcap_out is None:
+                frames = [frame for _, frame in departures[start:end]]
+                sent, refused = packet_io.send(out_port.sock.fileno(), frames)
+                out_port.tx_frames += sent
+                out_port.tx_errors += refused
+            else:
+                for _, frame in departures[start:end]:
+                    if out_port is not None:
+                        out_port.send(frame)
+                    elif self.packet_in is not None:
+                        self.packet_in(frame)
+            start = end
 
     def _receive_injected(self, pipeline: Any) -> None:
         while self._injected:

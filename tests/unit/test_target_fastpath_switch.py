@@ -14,10 +14,10 @@ import random
 import struct
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from socket import MSG_TRUNC
 from typing import Any
 
 import pytest
+from port_sockets import PairSocket
 
 from emulation.card_vectors import (
     Outcome,
@@ -29,7 +29,6 @@ from p4switch.daemon import dataplane as switch_dataplane
 from p4switch.daemon.dataplane import RX_BATCH, DataPlane
 from p4switch.daemon.ports import (
     AUXDATA,
-    ETH_P_ALL,
     MAX_FRAME_BYTES,
     TP_STATUS_VLAN_TPID_VALID,
     TP_STATUS_VLAN_VALID,
@@ -46,35 +45,6 @@ CPU_PORT = 64
 
 PROGRAM, REASON = compile_card_or_reason()
 pytestmark = pytest.mark.skipif(PROGRAM is None, reason=f"card program not compiled: {REASON}")
-
-
-class FakeSocket:
-    """A port socket: frames to receive (a non-blocking socket raises BlockingIOError when empty)."""
-
-    def __init__(self) -> None:
-        self.incoming: list[bytes] = []
-        self.sent: list[bytes] = []
-
-    def recv(self, size: int) -> bytes:
-        """The next queued frame."""
-        if not self.incoming:
-            raise BlockingIOError
-        return self.incoming.pop(0)[:size]
-
-    def recvmsg(self, size: int, ancillary_size: int = 0) -> tuple[bytes, list, int, tuple]:
-        """The next queued frame as a packet socket's recvmsg gives it (no VLAN tag taken off)."""
-        frame = self.recv(1 << 20)
-        flags = MSG_TRUNC if len(frame) > size else 0
-        return frame[:size], [], flags, ("fake", ETH_P_ALL, 0, 1, b"")
-
-    def getsockopt(self, level: int, option: int, size: int) -> bytes:
-        """PACKET_STATISTICS: no frame dropped for a full buffer."""
-        return bytes(size)
-
-    def send(self, frame: bytes) -> int:
-        """Record a sent frame."""
-        self.sent.append(frame)
-        return len(frame)
 
 
 class ResultOnlyPipeline:
@@ -100,7 +70,7 @@ class ApiLoopDataPlane(DataPlane):
         The reference the fused loop is held to: the same phases as ``_receive_fused`` on the
         pipeline's ``ingress``/``egress`` API, with the switch's own general per-frame steps:
 
-        1. receive the whole batch (each frame with its arrival time);
+        1. receive the whole batch in one system call (its frames arrive when they are read);
         2. run the pipeline over the batch; frames for an idle port without a rate limit go
            through egress at once and are collected in arrival order, all others (busy or
            rate-limited port, odd priority) take the queue path unchanged;
@@ -111,19 +81,18 @@ class ApiLoopDataPlane(DataPlane):
         every frame. Everything the loops touch is bound to a local first (much cheaper than
         an attribute or method look-up), and the port's rx_frames is added once per batch.
         """
-        batch = self._receive_batch(port)
+        batch, read_ns = self._receive_batch(port)
         if not batch:
             return
         number = port.number
-        origin_ns = self._clock_origin_ns
+        now_us = (read_ns - self._clock_origin_ns) // 1000
         ingress, egress = pipeline.ingress, pipeline.egress
         admit, counters = self._admit, self.counters
         departures: list[tuple[int, bytes]] = []
-        for frame, arrival_ns in batch:
+        for frame in batch:
             if len(frame) < switch_dataplane.ETHERNET_HEADER_BYTES:
                 counters.malformed += 1
                 continue
-            now_us = (arrival_ns - origin_ns) // 1000
             try:
                 result = ingress(frame, number, now_us)
             except Exception as error:  # one bad packet must not stop the switch
@@ -167,7 +136,7 @@ class Switch:
 
     def __init__(self, fused: bool, priority_count: int = 4) -> None:
         self.pipeline = PROGRAM.new_pipeline()
-        self.sockets = {number: FakeSocket() for number in PORTS}
+        self.sockets = {number: PairSocket() for number in PORTS}
         self.ports = [Port(number, f"p{number}", self.sockets[number], True) for number in PORTS]
         self.slot = PipelineSlot()
         self.slot.pipeline = self.pipeline if fused else ResultOnlyPipeline(self.pipeline)
@@ -182,11 +151,15 @@ class Switch:
         self.dataplane._clock_origin_ns = 0
 
     def receive(self, number: int, frames: list[bytes]) -> None:
-        """Deliver frames on a port and run the loop's receive step over them."""
-        self.sockets[number].incoming.extend(frames)
+        """Deliver frames on a port and run the loop's receive step over them, a batch at a time."""
+        sock = self.sockets[number]
         port = next(p for p in self.ports if p.number == number)
-        while self.sockets[number].incoming:
-            self.dataplane._receive(port, self.slot.pipeline)
+        for start in range(0, len(frames), RX_BATCH):
+            for frame in frames[start : start + RX_BATCH]:
+                sock.feed(frame)
+            while sock.waiting():
+                self.dataplane._receive(port, self.slot.pipeline)
+
 
     def state(self) -> dict[str, Any]:
         """Everything observable: frames sent, counters of switch, queues, ports and program."""

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
+from port_sockets import PairSocket
 from test_p4runtime_entities import code_of, entities_of  # the same helpers as the other entity tests
 
 from p4switch import compile_program
 from p4switch.daemon.dataplane import DataPlane
-from p4switch.daemon.ports import ETH_P_ALL, Port
+from p4switch.daemon.ports import Port
 from p4switch.daemon.program import PipelineSlot
 from p4switch.errors import EntryError
 from p4switch.p4runtime.entities import PipelineEntities
@@ -44,23 +45,6 @@ def test_the_hand_worked_frames_on_both_paths(program, fused: bool) -> None:
 
 
 # ----- the data plane -------------------------------------------------------------------------
-class Socket:
-    """A port socket for the data plane: frames to receive, frames sent."""
-
-    def __init__(self) -> None:
-        self.incoming: list[bytes] = []
-        self.sent: list[bytes] = []
-
-    def recvmsg(self, size: int, ancillary_size: int = 0) -> tuple[bytes, list, int, tuple]:
-        if not self.incoming:
-            raise BlockingIOError
-        return self.incoming.pop(0), [], 0, ("fake", ETH_P_ALL, 0, 1, b"")
-
-    def send(self, frame: bytes) -> int:
-        self.sent.append(frame)
-        return len(frame)
-
-
 class GeneralPathPipeline:
     """The pipeline without its fused driver: the data plane takes its general loop."""
 
@@ -78,7 +62,7 @@ def test_the_data_plane_replicates_as_the_stf_expects(program, fused: bool) -> N
     """The STF's packets through the switch's receive loop: per port, the STF's expected frames."""
     commands = read_stf(STF_FILE)
     run = StfRun(program, str(STF_FILE), fused)  # the STF's groups and sessions, on run.pipeline
-    sockets = {number: Socket() for number in range(5)}
+    sockets = {number: PairSocket() for number in range(5)}
     ports = [Port(number, f"p{number}", sock, True) for number, sock in sockets.items()]
     slot = PipelineSlot()
     slot.pipeline = run.pipeline if fused else GeneralPathPipeline(run.pipeline)
@@ -86,7 +70,7 @@ def test_the_data_plane_replicates_as_the_stf_expects(program, fused: bool) -> N
     expected: dict[int, list] = {number: [] for number in sockets}
     for command in commands:
         if command.verb == "packet":
-            sockets[command.args["port"]].incoming.append(command.args["data"])
+            sockets[command.args["port"]].feed(command.args["data"])
             dataplane._receive(ports[command.args["port"]], slot.pipeline)
         elif command.verb == "expect":
             expected[command.args["expected"].port].append(command.args["expected"])
