@@ -160,7 +160,6 @@ class Switch:
             while sock.waiting():
                 self.dataplane._receive(port, self.slot.pipeline)
 
-
     def state(self) -> dict[str, Any]:
         """Everything observable: frames sent, counters of switch, queues, ports and program."""
         queued = {
