@@ -87,7 +87,8 @@ DEFAULT_WORKERS = 16
 #: one core: two or three at once keep it busy while the controller prepares the next, more only
 #: contend for its interpreter lock (3DT 8x8x8 in 2 processes, scripts/bench_install.py --per-process:
 #: 50.1k entries/s with 2, 49.9-50.6k with 3, 48.4k with 8 on a quiet machine; with another job
-#: busy, 34k with 1, 50k with 2 or 4, 41k with 8).
+#: busy, 34k with 1, 50k with 2 or 4, 41k with 8. Since the switch reads route entries from the
+#: request's bytes: 71.5k with 1, 79.6-86.0k with 2, 81.0-87.0k with 3, 72.3k with 8).
 WORKERS_PER_ADDRESS = 3
 #: Networks of at most this many cards keep every card's session open between operations; larger
 #: ones open a card's session for an operation and close it after (1,024 open StreamChannels cost the
