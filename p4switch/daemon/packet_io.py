@@ -5,8 +5,9 @@ The data plane's fast path reads and writes frames here: through Python's socket
 cost a system call and several objects, about as much CPU as the card program itself. A received
 frame is what ``recvmsg`` made of it (a cut one counted and left out, a VLAN tag the kernel took off
 put back); a frame the kernel refuses to send is counted and skipped, as with ``send``.
-scripts/setup.sh builds the extension (``pip install -e .``); tests/emulation/test_switch_packet_io.py
-holds it to Python's socket calls on veth pairs.
+scripts/setup.sh builds the extension (``pip install -e .``); tests/unit/test_packet_io_batches.py
+checks it on socket pairs, tests/emulation/test_switch_hostile_frames.py (VLAN tags, the largest
+frames) on veth pairs.
 """
 
 from __future__ import annotations
