@@ -18,8 +18,9 @@ import pytest
 from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
+from port_sockets import PairSocket
 from test_p4runtime_entities import code_of, entities_of
-from test_target_replication import GeneralPathPipeline, Socket
+from test_target_replication import GeneralPathPipeline
 
 from p4switch import compile_program
 from p4switch.compiler.p4info import jenkins_one_at_a_time
@@ -183,13 +184,13 @@ def test_the_data_plane_learns_on_both_loops(program, fused: bool) -> None:
     """Frames through the switch's receive loop (fused driver, or the general loop) send digests."""
     pipeline, sent = pipeline_with_sink(program)
     pipeline.digests.configure("learn_t", DigestConfig(0, 1, 0))
-    sockets = [Socket(), Socket()]
+    sockets = [PairSocket(), PairSocket()]
     ports = [Port(number, f"p{number}", sock, True) for number, sock in enumerate(sockets)]
     slot = PipelineSlot()
     slot.pipeline = pipeline if fused else GeneralPathPipeline(pipeline)
     dataplane = DataPlane(ports, slot)
     packet = frame(1, 0x123456, 0x88B5, 0)
-    sockets[0].incoming.append(packet)
+    sockets[0].feed(packet)
     dataplane._receive(ports[0], slot.pipeline)
     assert sockets[1].sent == [packet]
     assert sent == [("learn_t", 1, [learn_sample(packet, 0)])]
