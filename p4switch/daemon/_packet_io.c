@@ -76,7 +76,10 @@ static PyObject *receive_frames(PyObject *self, PyObject *args) {
         messages[i].msg_hdr.msg_control = controls[i].bytes;
         messages[i].msg_hdr.msg_controllen = sizeof(controls[i].bytes);
     }
-    int received = recvmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT, NULL);
+    int received;
+    do
+        received = recvmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT, NULL);
+    while (received < 0 && errno == EINTR);
     if (received < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return PyErr_SetFromErrno(PyExc_OSError);

@@ -52,7 +52,7 @@ from p4switch.runtime.pipeline import IngressResult, stage_error
 
 log = logging.getLogger("twinnet.switch.dataplane")
 
-RX_BATCH = 64
+RX_BATCH = 64  # at most packet_io.MAX_BATCH
 ETHERNET_HEADER_BYTES = 14
 MAX_LOGGED_ERRORS = 100
 MSG_TRUNC = 0x20
@@ -509,7 +509,7 @@ class DataPlane:
         return True
 
     def _send_departures(self, departures: list[tuple[int, bytes]]) -> None:
-        """Send frames; the same per-frame outcome as ``Port.send`` (or a packet-in).
+        """Send frames in order; the same per-frame outcome as ``Port.send`` (or a packet-in).
 
         The frames of a port go out in order, in one system call per run of consecutive frames to
         it (``packet_io.send``), and its tx_frames and tx_errors are added once per run. A port

@@ -22,6 +22,8 @@ except ImportError as error:  # a source tree that was never installed
 
 #: the most frames one ``receive`` returns
 MAX_BATCH: int = _packet_io.MAX_BATCH
+#: the longest frame ``receive`` takes whole (its buffers' size: ports.MAX_FRAME_BYTES)
+FRAME_BYTES: int = _packet_io.FRAME_BYTES
 
 
 def receive(fd: int, count: int) -> tuple[list[bytes], int]:

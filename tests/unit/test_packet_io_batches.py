@@ -14,6 +14,7 @@ import socket
 import pytest
 
 from p4switch.daemon import packet_io
+from p4switch.daemon.dataplane import RX_BATCH
 from p4switch.daemon.ports import MAX_FRAME_BYTES
 
 
@@ -55,6 +56,11 @@ def test_a_frame_longer_than_the_largest_is_counted_and_left_out(pair) -> None:
     got, cut = packet_io.receive(port.fileno(), 8)
     assert cut == 1
     assert got == [whole, bytes(MAX_FRAME_BYTES), whole[:20]]
+
+
+def test_the_data_plane_batches_and_frames_fit_the_buffers() -> None:
+    assert RX_BATCH <= packet_io.MAX_BATCH
+    assert packet_io.FRAME_BYTES == MAX_FRAME_BYTES
 
 
 def test_errors_are_named(pair) -> None:
