@@ -388,47 +388,39 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             outbox.put(None)
 
 
+#: gRPC's handler maker for a method, by (client streams, server streams)
+HANDLER_KINDS = {
+    (False, False): grpc.unary_unary_rpc_method_handler,
+    (False, True): grpc.unary_stream_rpc_method_handler,
+    (True, False): grpc.stream_unary_rpc_method_handler,
+    (True, True): grpc.stream_stream_rpc_method_handler,
+}
+
+
 def p4runtime_handlers(service: p4runtime_pb2_grpc.P4RuntimeServicer) -> dict[str, grpc.RpcMethodHandler]:
-    """The P4Runtime methods of `service` as p4runtime_pb2_grpc registers them, but for Write, which
-    gets the request's bytes as well (``Updates`` reads the route entries from them)."""
-    pb = p4runtime_pb2
+    """Every method of the P4Runtime service (from its descriptor) served by `service`, as
+    p4runtime_pb2_grpc registers them, but for Write, which gets the request's bytes as well
+    (``Updates`` reads the route entries from them)."""
 
     def write(raw: bytes, context: grpc.ServicerContext) -> p4runtime_pb2.WriteResponse:
         try:
-            request = pb.WriteRequest.FromString(raw)
+            request = p4runtime_pb2.WriteRequest.FromString(raw)
         except DecodeError as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the WriteRequest cannot be parsed: {error}")
         return service.Write(request, context, raw=raw)
 
-    unary, streamed = grpc.unary_unary_rpc_method_handler, grpc.unary_stream_rpc_method_handler
-    return {
-        "Write": unary(write, response_serializer=pb.WriteResponse.SerializeToString),
-        "Read": streamed(
-            service.Read,
-            request_deserializer=pb.ReadRequest.FromString,
-            response_serializer=pb.ReadResponse.SerializeToString,
-        ),
-        "SetForwardingPipelineConfig": unary(
-            service.SetForwardingPipelineConfig,
-            request_deserializer=pb.SetForwardingPipelineConfigRequest.FromString,
-            response_serializer=pb.SetForwardingPipelineConfigResponse.SerializeToString,
-        ),
-        "GetForwardingPipelineConfig": unary(
-            service.GetForwardingPipelineConfig,
-            request_deserializer=pb.GetForwardingPipelineConfigRequest.FromString,
-            response_serializer=pb.GetForwardingPipelineConfigResponse.SerializeToString,
-        ),
-        "StreamChannel": grpc.stream_stream_rpc_method_handler(
-            service.StreamChannel,
-            request_deserializer=pb.StreamMessageRequest.FromString,
-            response_serializer=pb.StreamMessageResponse.SerializeToString,
-        ),
-        "Capabilities": unary(
-            service.Capabilities,
-            request_deserializer=pb.CapabilitiesRequest.FromString,
-            response_serializer=pb.CapabilitiesResponse.SerializeToString,
-        ),
-    }
+    handlers = {}
+    for method in p4runtime_pb2.DESCRIPTOR.services_by_name["P4Runtime"].methods:
+        request = getattr(p4runtime_pb2, method.input_type.name)
+        response = getattr(p4runtime_pb2, method.output_type.name)
+        behaviour, parse = getattr(service, method.name), request.FromString
+        if method.name == "Write":
+            behaviour, parse = write, None
+        make = HANDLER_KINDS[method.client_streaming, method.server_streaming]
+        handlers[method.name] = make(
+            behaviour, request_deserializer=parse, response_serializer=response.SerializeToString
+        )
+    return handlers
 
 
 def start_p4runtime_server(
