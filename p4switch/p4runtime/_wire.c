@@ -238,9 +238,23 @@ static PyObject *exact_updates(PyObject *self, PyObject *args) {
     return items;
 }
 
+/* exact_update(update: bytes-like, shapes: dict) -> tuple | None: canonical_update of one
+ * serialised Update. */
+static PyObject *exact_update(PyObject *self, PyObject *args) {
+    Py_buffer buffer;
+    PyObject *shapes;
+    if (!PyArg_ParseTuple(args, "y*O!", &buffer, &PyDict_Type, &shapes))
+        return NULL;
+    span update = {(const uint8_t *)buffer.buf, (const uint8_t *)buffer.buf + buffer.len};
+    PyObject *item = canonical_update(update, shapes);
+    PyBuffer_Release(&buffer);
+    return item;
+}
+
 static PyMethodDef methods[] = {
     {"exact_updates", exact_updates, METH_VARARGS,
      "The canonical all-exact table writes of a serialised WriteRequest, one item per Update."},
+    {"exact_update", exact_update, METH_VARARGS, "The canonical all-exact table write of one Update, or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -37,7 +37,7 @@ from p4switch.p4runtime.info import (
 )
 from p4switch.p4runtime.meters import MeterEntities, config_of, configure, set_config
 from p4switch.p4runtime.replication import ReplicationEntities
-from p4switch.p4runtime.wire import CanonicalUpdate, TableShapes
+from p4switch.p4runtime.wire import CanonicalUpdate, TableShapes, exact_update
 from p4switch.runtime.meters import check_config
 from p4switch.runtime.tables import Table
 
@@ -47,12 +47,11 @@ MatchKey = tuple
 ACTIONS_KEPT = 4096
 INSERT = p4runtime_pb2.Update.INSERT
 MODIFY = p4runtime_pb2.Update.MODIFY
-DELETE = p4runtime_pb2.Update.DELETE
 
 
 @dataclass
 class ExactTable:
-    """What the fast path of an all-exact table's writes needs (see ``PipelineEntities._write_exact``)."""
+    """What the fast path of an all-exact table's writes needs (see ``PipelineEntities.write_canonical``)."""
 
     info: TableInfo
     core: Table
@@ -114,7 +113,7 @@ class PipelineEntities:
                 self._core_key(table, entry): (entry.action, tuple(entry.params))
                 for entry in pipeline.table_entries(table.name)
             }
-        #: table id -> the fast path of its writes (all-exact tables; see _write_exact)
+        #: table id -> the fast path of its writes (all-exact tables; see write_canonical)
         self.exact: dict[int, ExactTable] = {}
         for table_id, table in index.tables.items():
             fast = exact_table(pipeline, table)
@@ -131,7 +130,14 @@ class PipelineEntities:
         entity = update.entity
         which = entity.WhichOneof("entity")
         if which == "table_entry":
-            return self._write_table_entry(update.type, entity.table_entry)
+            entry = entity.table_entry
+            if entry.table_id in self.exact and not entry.is_default_action:
+                # an all-exact table's entry: its fast path, if the update is in canonical form
+                canonical = exact_update(update.SerializeToString(), self.exact_shapes())
+                undo = None if canonical is None else self.write_canonical(canonical)
+                if undo is not None:
+                    return undo
+            return self._write_table_entry(update.type, entry)
         if which == "register_entry":
             return self._write_register_entry(update.type, update.entity.register_entry)
         if which == "packet_replication_engine_entry" and self.replication is not None:
@@ -147,11 +153,7 @@ class PipelineEntities:
         raise P4RuntimeError(code_pb2.UNIMPLEMENTED, f"writing {which} is not supported by this target")
 
     def _write_table_entry(self, kind: int, entry: p4runtime_pb2.TableEntry) -> Undo:
-        fast = self.exact.get(entry.table_id)
-        if fast is not None and not entry.is_default_action:
-            undo = self._write_exact(fast, kind, entry)
-            if undo is not None:
-                return undo
+        """The generic path: any table, any entry, every error named."""
         table = self.index.table(entry.table_id)
         if kind == p4runtime_pb2.Update.UNSPECIFIED:
             raise invalid("update type UNSPECIFIED")
@@ -216,59 +218,27 @@ class PipelineEntities:
             return undo_delete
         raise invalid(f"unknown update type {kind}")
 
-    def _write_exact(self, fast: ExactTable, kind: int, entry: p4runtime_pb2.TableEntry) -> Undo | None:
-        """An INSERT, MODIFY or DELETE of an all-exact table's entry in canonical form, or None.
-
-        Canonical: every field once, in P4Info order, as a non-empty exact value that fits its width,
-        no priority and no meter config. Anything else returns None before changing anything, and the
-        generic path decides (and names what is wrong); the checks made here (duplicate, missing entry,
-        action, table size) raise what the generic path raises, in the same order.
-        """
-        if entry.priority or kind not in (INSERT, MODIFY, DELETE) or entry.HasField("meter_config"):
-            return None
-        fields = entry.match
-        if len(fields) != len(fast.field_ids):
-            return None
-        values = []
-        for field_match, field_id, width in zip(fields, fast.field_ids, fast.widths, strict=True):
-            if field_match.field_id != field_id:
-                return None
-            data = field_match.exact.value  # empty when unset (or another kind is given)
-            if not data:
-                return None
-            value = int.from_bytes(data, "big")
-            if value >> width:
-                return None
-            values.append(value)
-        blob = entry.action.SerializeToString() if kind != DELETE else b""
-        return self._apply_exact(fast, kind, tuple(values), blob, entry)
-
     def write_canonical(self, update: CanonicalUpdate) -> Undo | None:
-        """Apply one update already read from a request's bytes (``wire.exact_updates``); None, with
-        nothing changed, when its table has no fast path (then ``write`` decides, from protobuf)."""
+        """The fast path of all-exact tables' writes: one update in canonical form, read from its bytes
+        (``wire.exact_updates``: every field once, in P4Info order, exact and fitting its width, no
+        priority, meter config or other field). None, with nothing changed, when its table has no fast
+        path (then ``write`` decides). The checks made here (duplicate, missing entry, action, table
+        size) raise what the generic path raises, in the same order."""
         kind, table_id, values, blob = update
         fast = self.exact.get(table_id)
         if fast is None:
             return None
         return self._apply_exact(fast, kind, values, blob)
 
-    def _apply_exact(
-        self,
-        fast: ExactTable,
-        kind: int,
-        values: tuple[int, ...],
-        blob: bytes,
-        entry: p4runtime_pb2.TableEntry | None = None,
-    ) -> Undo:
-        """A canonical INSERT, MODIFY or DELETE of `values`, with the entry's serialised TableAction
-        `blob` (from `entry`, if given, or the request's bytes)."""
+    def _apply_exact(self, fast: ExactTable, kind: int, values: tuple[int, ...], blob: bytes) -> Undo:
+        """A canonical INSERT, MODIFY or DELETE of `values`; `blob`: the entry's serialised TableAction."""
         key = (*values, 0)
         table, core = fast.info, fast.core
         keys = self.keys[table.id]
         if kind == INSERT:
             if key in keys:
                 raise P4RuntimeError(code_pb2.ALREADY_EXISTS, f"{table.name}: entry already exists")
-            action, params = self._exact_action(fast, blob, entry)
+            action, params = self._exact_action(fast, blob)
             if table.size and len(keys) >= table.size:
                 raise P4RuntimeError(
                     code_pb2.RESOURCE_EXHAUSTED, f"{table.name} is full ({table.size} entries)"
@@ -288,7 +258,7 @@ class PipelineEntities:
         if old is None:
             raise P4RuntimeError(code_pb2.NOT_FOUND, f"{table.name}: no such entry")
         if kind == MODIFY:
-            action, params = self._exact_action(fast, blob, entry)
+            action, params = self._exact_action(fast, blob)
             self._call(core.modify_exact, values, action, params)
             keys[key] = (action, params)
 
@@ -306,15 +276,12 @@ class PipelineEntities:
 
         return undo_delete
 
-    def _exact_action(
-        self, fast: ExactTable, blob: bytes, entry: p4runtime_pb2.TableEntry | None
-    ) -> tuple[str, tuple[int, ...]]:
-        """The action and parameters of the serialised TableAction `blob` (`entry`'s, if given),
-        decoded once per distinct blob (as _decode_action)."""
+    def _exact_action(self, fast: ExactTable, blob: bytes) -> tuple[str, tuple[int, ...]]:
+        """The action and parameters of the serialised TableAction `blob`, decoded once per distinct
+        blob (as _decode_action)."""
         found = fast.actions.get(blob)
         if found is None:
-            if entry is None:
-                entry = p4runtime_pb2.TableEntry(action=p4runtime_pb2.TableAction.FromString(blob))
+            entry = p4runtime_pb2.TableEntry(action=p4runtime_pb2.TableAction.FromString(blob))
             found = self._decode_action(fast.info, entry, for_default=False)
             if len(fast.actions) < ACTIONS_KEPT:
                 fast.actions[blob] = found

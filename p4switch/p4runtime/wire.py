@@ -31,3 +31,8 @@ def exact_updates(request: bytes, shapes: TableShapes) -> list[CanonicalUpdate |
     fits its width, maybe an action, and no other field; else None. None for the whole request when
     its bytes cannot be walked (the caller reads every Update through protobuf)."""
     return _wire.exact_updates(request, shapes)
+
+
+def exact_update(update: bytes, shapes: TableShapes) -> CanonicalUpdate | None:
+    """``exact_updates``' item for one serialised Update."""
+    return _wire.exact_update(update, shapes)
