@@ -224,14 +224,10 @@ class PipelineEntities:
         priority, meter config or other field). None, with nothing changed, when its table has no fast
         path (then ``write`` decides). The checks made here (duplicate, missing entry, action, table
         size) raise what the generic path raises, in the same order."""
-        kind, table_id, values, blob = update
+        kind, table_id, values, blob = update  # blob: the entry's serialised TableAction
         fast = self.exact.get(table_id)
         if fast is None:
             return None
-        return self._apply_exact(fast, kind, values, blob)
-
-    def _apply_exact(self, fast: ExactTable, kind: int, values: tuple[int, ...], blob: bytes) -> Undo:
-        """A canonical INSERT, MODIFY or DELETE of `values`; `blob`: the entry's serialised TableAction."""
         key = (*values, 0)
         table, core = fast.info, fast.core
         keys = self.keys[table.id]
