@@ -42,13 +42,14 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, cast
 
+from emulation.netns import CLONE_NEWNET
+
 if TYPE_CHECKING:
     from emulation.traffic import HostPauses, Schedule, SendRecord, TrafficEngine
 
 #: Seconds the parent waits for the child's record after the child was told to stop.
 STOP_GRACE_S = 10.0
 PR_SET_PDEATHSIG = 1
-CLONE_NEWNET = 0x40000000
 #: the sender's SCHED_FIFO priority (1-99): above every process of the normal policy, such as the
 #: switch processes, and below the kernel's own real-time threads (99)
 SENDER_RT_PRIORITY = 10

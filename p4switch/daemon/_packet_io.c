@@ -5,6 +5,7 @@
  * and the ancillary data's objects; here a batch costs one call, and each frame one bytes object.
  * What a frame becomes is what the Python path made of it: a frame the kernel cut (MSG_TRUNC) is
  * counted and left out, a VLAN tag the kernel took off (PACKET_AUXDATA) is put back after the MACs.
+ * The hosts' receiver reads its frames here too, with their kernel receive times (SO_TIMESTAMPNS).
  */
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
@@ -14,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define MAX_BATCH 64
 /* the largest frame a port takes (ports.MAX_FRAME_BYTES): a 65,535-byte MTU's frame, untagged */
@@ -25,7 +27,7 @@
 static uint8_t frames[MAX_BATCH][FRAME_BYTES];
 static union {
     struct cmsghdr header;
-    char bytes[CMSG_SPACE(sizeof(struct tpacket_auxdata))];
+    char bytes[CMSG_SPACE(sizeof(struct tpacket_auxdata)) + CMSG_SPACE(sizeof(struct timespec))];
 } controls[MAX_BATCH];
 
 static const struct tpacket_auxdata *auxdata_of(struct msghdr *message) {
@@ -34,6 +36,18 @@ static const struct tpacket_auxdata *auxdata_of(struct msghdr *message) {
             c->cmsg_len >= CMSG_LEN(sizeof(struct tpacket_auxdata)))
             return (const struct tpacket_auxdata *)CMSG_DATA(c);
     return NULL;
+}
+
+/* The kernel's receive time of the frame in ns since the epoch (SO_TIMESTAMPNS), or -1 without one. */
+static long long stamp_of(struct msghdr *message) {
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(message); c; c = CMSG_NXTHDR(message, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
+            c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+            struct timespec stamp;
+            memcpy(&stamp, CMSG_DATA(c), sizeof stamp);
+            return (long long)stamp.tv_sec * 1000000000LL + stamp.tv_nsec;
+        }
+    return -1;
 }
 
 /* The frame as bytes, with the VLAN tag of `aux` (if the kernel took one off) back after the MACs. */
@@ -56,13 +70,11 @@ static PyObject *frame_bytes(const uint8_t *data, size_t length, const struct tp
     return tagged;
 }
 
-/* receive(fd, count) -> (frames, cut): up to `count` frames waiting on the non-blocking packet
- * socket `fd`, in arrival order, and how many more were read but cut (left out). OSError for an
- * error other than "nothing waits". */
-static PyObject *receive_frames(PyObject *self, PyObject *args) {
-    int fd, count;
-    if (!PyArg_ParseTuple(args, "ii", &fd, &count))
-        return NULL;
+/* Up to `count` frames waiting on the non-blocking packet socket `fd`, in arrival order, as
+ * (frames, cut) or, with `stamped`, (frames, stamps, cut): `stamps` holds each frame's kernel receive
+ * time (stamp_of), `cut` how many more were read but cut (left out). OSError for an error other than
+ * "nothing waits". */
+static PyObject *receive_batch(int fd, int count, int stamped) {
     if (count < 1 || count > MAX_BATCH)
         return PyErr_Format(PyExc_ValueError, "a batch is 1 to %d frames, not %d", MAX_BATCH, count);
     struct mmsghdr messages[MAX_BATCH];
@@ -86,8 +98,9 @@ static PyObject *receive_frames(PyObject *self, PyObject *args) {
         received = 0;
     }
     PyObject *list = PyList_New(0);
-    if (!list)
-        return NULL;
+    PyObject *stamps = stamped ? PyList_New(0) : NULL;
+    if (!list || (stamped && !stamps))
+        goto failed;
     int cut = 0;
     for (int i = 0; i < received; i++) {
         struct msghdr *message = &messages[i].msg_hdr;
@@ -96,14 +109,41 @@ static PyObject *receive_frames(PyObject *self, PyObject *args) {
             continue;
         }
         PyObject *frame = frame_bytes(frames[i], messages[i].msg_len, auxdata_of(message));
-        if (!frame || PyList_Append(list, frame)) {
-            Py_XDECREF(frame);
-            Py_DECREF(list);
-            return NULL;
+        int failed = !frame || PyList_Append(list, frame);
+        Py_XDECREF(frame);
+        if (failed)
+            goto failed;
+        if (stamped) {
+            PyObject *stamp = PyLong_FromLongLong(stamp_of(message));
+            failed = !stamp || PyList_Append(stamps, stamp);
+            Py_XDECREF(stamp);
+            if (failed)
+                goto failed;
         }
-        Py_DECREF(frame);
     }
+    if (stamped)
+        return Py_BuildValue("(NNi)", list, stamps, cut);
     return Py_BuildValue("(Ni)", list, cut);
+failed:
+    Py_XDECREF(list);
+    Py_XDECREF(stamps);
+    return NULL;
+}
+
+/* receive(fd, count) -> (frames, cut) */
+static PyObject *receive_frames(PyObject *self, PyObject *args) {
+    int fd, count;
+    if (!PyArg_ParseTuple(args, "ii", &fd, &count))
+        return NULL;
+    return receive_batch(fd, count, 0);
+}
+
+/* receive_stamped(fd, count) -> (frames, stamps, cut) */
+static PyObject *receive_stamped_frames(PyObject *self, PyObject *args) {
+    int fd, count;
+    if (!PyArg_ParseTuple(args, "ii", &fd, &count))
+        return NULL;
+    return receive_batch(fd, count, 1);
 }
 
 /* send(fd, frames) -> (sent, failed): every frame of the list `frames` (bytes) written to the
@@ -146,6 +186,8 @@ static PyObject *send_frames(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"receive", receive_frames, METH_VARARGS, "Up to `count` frames waiting on a packet socket, in one call."},
+    {"receive_stamped", receive_stamped_frames, METH_VARARGS,
+     "receive, with each frame's kernel receive time (ns since the epoch, -1 without one)."},
     {"send", send_frames, METH_VARARGS, "Frames written to a packet socket in order, in as few calls as possible."},
     {NULL, NULL, 0, NULL},
 };

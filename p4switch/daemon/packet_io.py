@@ -4,7 +4,8 @@
 The data plane's fast path reads and writes frames here: through Python's socket module each frame
 cost a system call and several objects, about as much CPU as the card program itself. A received
 frame is what ``recvmsg`` made of it (a cut one counted and left out, a VLAN tag the kernel took off
-put back); a frame the kernel refuses to send is counted and skipped, as with ``send``.
+put back); a frame the kernel refuses to send is counted and skipped, as with ``send``. The hosts'
+receiver (emulation.traffic) reads its frames here too, with their kernel receive times.
 scripts/setup.sh builds the extension (``pip install -e .``); tests/unit/test_packet_io_batches.py
 checks it on socket pairs, tests/emulation/test_switch_hostile_frames.py (VLAN tags, the largest
 frames) on veth pairs.
@@ -31,6 +32,12 @@ def receive(fd: int, count: int) -> tuple[list[bytes], int]:
     and how many more were read but cut by the kernel (left out). Raises OSError for an error other
     than "nothing is waiting"."""
     return _packet_io.receive(fd, count)
+
+
+def receive_stamped(fd: int, count: int) -> tuple[list[bytes], list[int], int]:
+    """``receive``, with each frame's kernel receive time in ns since the epoch (the socket's
+    SO_TIMESTAMPNS; -1 for a frame the kernel gave none)."""
+    return _packet_io.receive_stamped(fd, count)
 
 
 def send(fd: int, frames: list[bytes]) -> tuple[int, int]:

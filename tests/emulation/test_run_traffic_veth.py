@@ -97,6 +97,25 @@ def test_probes_arrive_paced_by_the_clock_with_their_ids_and_times(hosts) -> Non
     assert all(len(frame.frame) == 128 for frame in frames)
 
 
+def test_at_high_rates_probes_leave_in_bursts_never_before_their_time(hosts) -> None:
+    """2,000 probes 50 us apart (20k/s): the sender wakes at most every PACING_QUANTUM_S and sends what
+    is due then, so most probes leave right after the one before, none before its time; every probe
+    arrives with a kernel receive time after its send time, in one-system-call batches."""
+    schedule = one_way(0, 1, 2000, rate=20_000.0)
+    with TrafficEngine(hosts) as engine:
+        record = engine.inject(schedule, size=64)
+        engine.wait_for(len(schedule), quiet_s=0.5, limit_s=5)
+        frames = engine.take_received()
+    assert record.sent == 2000 and not record.errors
+    due_us = record.started_us + np.round(schedule.at * 1e6).astype(np.int64)
+    assert (record.send_us >= due_us - 5).all(), "a probe left before its time"
+    gaps = np.diff(record.send_us)
+    assert np.count_nonzero(gaps < 25) >= 1000, f"sent one by one: median gap {np.median(gaps)} us"
+    arrivals = {a.probe_id: a for a in (decode_arrival(f.pe, f.frame, f.receive_us) for f in frames)}
+    assert len(arrivals) == 2000 and engine.cut_frames == 0
+    assert all(0 <= a.receive_us - a.send_us < 200_000 for a in arrivals.values())
+
+
 def test_a_tick_can_stop_injection(hosts) -> None:
     schedule = one_way(1, 0, 1000, rate=1000.0)
     with TrafficEngine(hosts) as engine:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import os
 import random
 import socket
+import time
 
 import pytest
 
 from p4switch.daemon import packet_io
 from p4switch.daemon.dataplane import RX_BATCH
 from p4switch.daemon.ports import MAX_FRAME_BYTES
+
+SO_TIMESTAMPNS = 35
 
 
 @pytest.fixture
@@ -93,3 +96,24 @@ def test_every_frame_is_sent_in_order_and_a_refused_one_is_counted_and_skipped(p
             break
     assert received == frames
     assert packet_io.send(port.fileno(), []) == (0, 0)
+
+
+def test_stamped_batches_give_each_frame_its_kernel_receive_time(pair) -> None:
+    """``receive_stamped`` gives what ``receive`` gives, and per frame the time the kernel stamped it
+    (SO_TIMESTAMPNS, ns since the epoch): in arrival order, between before its send and the read;
+    -1 for frames the kernel stamped none (the option off)."""
+    port, peer = pair
+    frames = frames_of(random.Random(3), 70)
+    peer.send(frames[0])
+    assert packet_io.receive_stamped(port.fileno(), 8) == ([frames[0]], [-1], 0)
+    port.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    before = time.time_ns()
+    for frame in frames[1:]:
+        peer.send(frame)
+    first, stamps, cut = packet_io.receive_stamped(port.fileno(), packet_io.MAX_BATCH)
+    rest, more_stamps, _ = packet_io.receive_stamped(port.fileno(), packet_io.MAX_BATCH)
+    after = time.time_ns()
+    assert first + rest == frames[1:] and cut == 0 and len(first) == packet_io.MAX_BATCH
+    stamps += more_stamps
+    assert len(stamps) == len(frames) - 1
+    assert before <= stamps[0] and stamps == sorted(stamps) and stamps[-1] <= after
