@@ -145,8 +145,8 @@ def mean_cards_per_packet(
     return float(((all_pairs.links() + 1) * weights).sum() / total) if total else 0.0
 
 
-def process_cpu_s(pids: Iterable[int]) -> dict[int, float]:
-    """User + system CPU seconds of each live process (utime + stime from /proc/<pid>/stat)."""
+def process_user_system_s(pids: Iterable[int]) -> dict[int, tuple[float, float]]:
+    """User and system CPU seconds of each live process (utime, stime from /proc/<pid>/stat)."""
     ticks = os.sysconf("SC_CLK_TCK")
     times = {}
     for pid in pids:
@@ -154,8 +154,13 @@ def process_cpu_s(pids: Iterable[int]) -> dict[int, float]:
             fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        times[pid] = (int(fields[11]) + int(fields[12])) / ticks
+        times[pid] = (int(fields[11]) / ticks, int(fields[12]) / ticks)
     return times
+
+
+def process_cpu_s(pids: Iterable[int]) -> dict[int, float]:
+    """User + system CPU seconds of each live process."""
+    return {pid: user + system for pid, (user, system) in process_user_system_s(pids).items()}
 
 
 def verdict_after(

@@ -57,3 +57,30 @@ def test_sampling_reads_this_process_cpu(bench) -> None:
     spent = sampler.between("me", first, last)
     assert 0.2 <= spent <= 0.6  # clock ticks are 10 ms; the loop spent 0.3 s and a little around it
     assert sampler.between("machine", first, last) >= spent - 0.05  # the machine's includes this process
+
+
+def test_window_cpu_is_split_into_parts_that_add_up_to_the_machine(bench) -> None:
+    """Over a 2 s window the machine spent 3.6 CPU-s: switches 1.2 user + 0.6 system, this process 0.4,
+    interrupts 0.2, so the sender and the rest 1.2. 4,000 probes made 20,000 visits: 20,000 / 1.8 CPU-s
+    of the switches; 20k probes/s would take 20k * 3.6 / 4,000 = 18 cores, 12 without the user part."""
+    sampler = bench.CpuSampler({})
+    t0 = 5_000_000
+    rates = {"switch_user": 0.6, "switch_system": 0.3, "receiver": 0.2, "interrupts": 0.1, "machine": 1.8}
+    sampler.samples = [
+        (t0 + step * 500_000, {name: 10.0 + rate * step * 0.5 for name, rate in rates.items()})
+        for step in range(6)
+    ]
+    sampler.counters = dict.fromkeys(rates)
+    window = bench.cpu_of_window(sampler, t0 + 500_000, t0 + 2_500_000, 4000, 20000, reference=22_222)
+    assert window["cores_per_s"] == {
+        "switch_user": 0.6,
+        "switch_system": 0.3,
+        "receiver": 0.2,
+        "sender_and_rest": 0.6,
+        "interrupts": 0.1,
+    }
+    assert window["visits_per_cpu_s"] == round(20000 / 1.8)
+    assert window["visits_per_cpu_s_vs_alone"] == 0.5
+    assert window["cores_for_goal"] == pytest.approx(18.0)
+    assert window["floor_cores_for_goal"] == pytest.approx(12.0)
+    assert bench.cpu_of_window(sampler, t0, t0, 0, 0, reference=1)["cores_for_goal"] is None
