@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,11 +63,20 @@ def test_sampling_reads_this_process_cpu(bench) -> None:
 
 def test_window_cpu_is_split_into_parts_that_add_up_to_the_machine(bench) -> None:
     """Over a 2 s window the machine spent 3.6 CPU-s: switches 1.2 user + 0.6 system, this process 0.4,
-    interrupts 0.2, so the sender and the rest 1.2. 4,000 probes made 20,000 visits: 20,000 / 1.8 CPU-s
-    of the switches; 20k probes/s would take 20k * 3.6 / 4,000 = 18 cores, 12 without the user part."""
+    its children 0.8, interrupts 0.2, so the rest 0.4. 4,000 probes made 20,000 visits: 20,000 / 1.8
+    CPU-s of the switches; 20k probes/s would take 20k * 3.6 / 4,000 = 18 cores, 12 without the user
+    part. Where the processes' exact times add up to more than /proc/stat's sampled total, the rest is
+    0 and the total is their sum."""
     sampler = bench.CpuSampler({})
     t0 = 5_000_000
-    rates = {"switch_user": 0.6, "switch_system": 0.3, "receiver": 0.2, "interrupts": 0.1, "machine": 1.8}
+    rates = {
+        "switch_user": 0.6,
+        "switch_system": 0.3,
+        "receiver": 0.2,
+        "sender": 0.4,
+        "interrupts": 0.1,
+        "machine": 1.8,
+    }
     sampler.samples = [
         (t0 + step * 500_000, {name: 10.0 + rate * step * 0.5 for name, rate in rates.items()})
         for step in range(6)
@@ -76,11 +87,43 @@ def test_window_cpu_is_split_into_parts_that_add_up_to_the_machine(bench) -> Non
         "switch_user": 0.6,
         "switch_system": 0.3,
         "receiver": 0.2,
-        "sender_and_rest": 0.6,
+        "sender": 0.4,
         "interrupts": 0.1,
+        "rest": 0.2,
     }
     assert window["visits_per_cpu_s"] == round(20000 / 1.8)
     assert window["visits_per_cpu_s_vs_alone"] == 0.5
     assert window["cores_for_goal"] == pytest.approx(18.0)
     assert window["floor_cores_for_goal"] == pytest.approx(12.0)
     assert bench.cpu_of_window(sampler, t0, t0, 0, 0, reference=1)["cores_for_goal"] is None
+    for _, values in sampler.samples:
+        values["machine"] = 10.0  # /proc/stat saw nothing: the parts measured are the total
+    window = bench.cpu_of_window(sampler, t0 + 500_000, t0 + 2_500_000, 4000, 20000, reference=22_222)
+    assert window["cores_per_s"]["rest"] == 0.0
+    assert window["cores_for_goal"] == pytest.approx(20_000 * 3.2 / 4000)
+
+
+def test_children_cpu_counts_live_and_reaped_children_but_the_excluded(bench) -> None:
+    """A child that spins 0.3 s counts while it runs and after it is reaped; an excluded one never."""
+    me = os.getpid()
+    spin = [
+        sys.executable,
+        "-c",
+        "import os\nwhile sum(os.times()[:2]) < 0.3: pass\nimport time; time.sleep(5)",
+    ]
+    before = bench.children_cpu_s(me, set())
+    child = subprocess.Popen(spin)
+    excluded = subprocess.Popen(spin)
+    try:
+        deadline = time.monotonic() + 10
+        while bench.children_cpu_s(me, {excluded.pid}) - before < 0.25 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        live = bench.children_cpu_s(me, {excluded.pid}) - before
+        assert 0.25 <= live < 0.6
+        child.kill()
+        child.wait()
+        assert bench.children_cpu_s(me, {excluded.pid}) - before == pytest.approx(live, abs=0.05)
+    finally:
+        for process in (child, excluded):
+            process.kill()
+            process.wait()
