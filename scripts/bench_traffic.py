@@ -20,7 +20,7 @@ step prints the ratio (issue 15's goal: at least 0.5). Where the machine's CPU w
 window, in cores (CPU-seconds per second): the switch processes in user space ("sw user":
 the card programs and the loop around them) and in the kernel ("sw sys": their system calls,
 with the veth transmit they trigger), this process ("recv": the hosts' receiver, and the
-run's watches), its child processes ("send": the sender process; the hosts' idle shells),
+run's watches), the child processes it starts during the step ("send": the sender process),
 interrupt work charged to no process ("irq": mostly the kernel delivering frames from veth
 links to sockets, NET_RX softirq), and the rest ("rest": /proc/stat's busy time beyond those,
 anything else running; /proc/stat samples by clock tick where the processes' times are exact,
@@ -136,18 +136,22 @@ def machine_busy_s() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def main_thread_children(pid: int) -> set[int]:
+    """The live child processes the main thread of process `pid` started (the sender is one)."""
+    try:
+        return {int(child) for child in open(f"/proc/{pid}/task/{pid}/children").read().split()}
+    except OSError:
+        return set()
+
+
 def children_cpu_s(pid: int, exclude: set[int]) -> float:
-    """CPU-seconds of process `pid`'s children but `exclude`: the live ones' own, and the reaped ones'
-    (its cutime + cstime; the excluded, the switch processes, are not reaped while it samples)."""
+    """CPU-seconds of the children of process `pid`'s main thread but `exclude`: the live ones' own,
+    and the reaped ones' (its cutime + cstime; the excluded, such as the switch processes and the
+    hosts' shells, are not reaped while it samples). One /proc file per live child, so that the
+    sampling itself costs little."""
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     reaped = (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
-    children: set[int] = set()
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            children.update(int(child) for child in open(f"/proc/{pid}/task/{task}/children").read().split())
-        except OSError:  # a thread that ended meanwhile
-            continue
-    return reaped + sum(process_cpu_s(children - exclude).values())
+    return reaped + sum(process_cpu_s(main_thread_children(pid) - exclude).values())
 
 
 def machine_interrupts_s() -> float:
@@ -271,11 +275,12 @@ def main() -> int:
             + f" {'cores@20k':>9} {'floor@20k':>9} equal"
         )
         me = os.getpid()
+        running_before = pids | main_thread_children(me)  # the switch processes, the hosts' shells
         counters = {
             "switch_user": lambda: sum(user for user, _ in process_user_system_s(pids).values()),
             "switch_system": lambda: sum(system for _, system in process_user_system_s(pids).values()),
             "receiver": lambda: sum(process_cpu_s({me}).values()),
-            "sender": lambda: children_cpu_s(me, pids),
+            "sender": lambda: children_cpu_s(me, running_before),
             "interrupts": machine_interrupts_s,
             "machine": machine_busy_s,
         }
