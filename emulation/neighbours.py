@@ -31,6 +31,8 @@ _HEADER = struct.Struct("=IHHII")
 _NDMSG = struct.Struct("=BBHiHBB")
 #: an IPv4 NDA_DST attribute and a MAC NDA_LLADDR one, each padded to 4 bytes
 _ATTRIBUTES = struct.Struct("=HH4sHH6s2x")
+#: seconds to wait for the kernel's answer to a message (it answers in milliseconds)
+ANSWER_TIMEOUT_S = 30.0
 #: requests per message sent: 1,024 of 48 bytes stay well within a netlink socket's send buffer
 REQUESTS_PER_MESSAGE = 1024
 
@@ -79,14 +81,18 @@ def write_neighbours(netns: str, interface: str, attributes: Sequence[bytes]) ->
     path); NeighbourError naming the host's namespace and the first error the kernel reported."""
     if not attributes:
         return
+    sock = None
     try:
         with entered(netns):
             sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
             index = socket.if_nametoindex(interface)
     except OSError as error:
+        if sock is not None:
+            sock.close()
         raise NeighbourError(f"cannot reach {interface}'s neighbour table in {netns}: {error}") from error
     with sock:
         try:
+            sock.settimeout(ANSWER_TIMEOUT_S)
             sock.bind((0, 0))
             for sequence, start in enumerate(range(0, len(attributes), REQUESTS_PER_MESSAGE), 1):
                 sock.sendall(

@@ -24,11 +24,12 @@ run's watches), the child processes it starts during the step ("send": the sende
 interrupt work charged to no process ("irq": mostly the kernel delivering frames from veth
 links to sockets, NET_RX softirq), and the rest ("rest": /proc/stat's busy time beyond those,
 anything else running; /proc/stat samples by clock tick where the processes' times are exact,
-so it is rough, and never below zero). "cores@20k" is what carrying 20,000 probes/s (issue 15's goal) would
-take at the step's CPU cost per received probe, all of it; "floor@20k" the same without the
-switches' user-space time, i.e. if the card program cost nothing and only the system calls and
-the kernel's work for the links and hosts remained: above the machine's cores, no user-space
-data plane over these veth links and packet sockets carries 20k here.
+so it is rough, and never below zero). "cores@20k" is what carrying 20,000 probes/s (issue
+15's goal) would take at the step's CPU cost per received probe, all of it; "floor@20k" the
+same without the switches' user-space time, i.e. if the card program cost nothing and only
+the system calls, the kernel's work for the links and the hosts' sender and receiver
+remained: above the machine's cores, no user-space data plane over these veth links and
+packet sockets carries 20k here.
 The injector alone (no cards) is measured too, on a veth pair, so that its own ceiling
 is known.
 """
