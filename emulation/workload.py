@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from controller.analysis.traffic import Traffic
-from emulation.traffic import Schedule, destinations
+from emulation.traffic import Schedule, SourceFlows
 from emulation.workload_options import PROCESSES, THESIS_SIZES
 from topologies.errors import TwinnetError
 
@@ -177,6 +177,7 @@ def make_workload(spec: WorkloadSpec, num_pes: int, traffic: Traffic | None = No
     link_time = 1.0 / spec.link_rate_pps
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("src", "dst", "at", "message", "created", "size")}
     sources = range(num_pes) if traffic is None else np.unique(traffic.src).tolist()
+    flows = None if traffic is None else SourceFlows(traffic)
     next_message = 0
     for src in sources:
         created = message_times(spec, rng)
@@ -192,7 +193,7 @@ def make_workload(spec: WorkloadSpec, num_pes: int, traffic: Traffic | None = No
                 num_pes, size=count, p=zipf_probabilities(num_pes, src, spec.zipf_exponent, rank_of)
             )
         else:
-            dsts = destinations(traffic, src, count, rng)
+            dsts = flows.destinations(src, count, rng)
         parts["src"].append(np.full(int(sizes.sum()), src, dtype=np.int64))
         parts["dst"].append(np.repeat(dsts, sizes))
         parts["at"].append(packet_times(created, sizes, link_time))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from controller.analysis.traffic import make_traffic
+from controller.analysis.traffic import Traffic, make_traffic
 from controller.routing import compute_tables, walk
 from emulation.measure import LOST, ModelPaths, SentProbe, account, judge
 from emulation.packets import TraceHop, Twinnet, decode
-from emulation.traffic import make_schedule, probe_frame, stamp
+from emulation.traffic import SourceFlows, make_schedule, probe_frame, stamp
 from topologies.build import build_topology
 
 
@@ -125,3 +125,19 @@ def test_losses_no_counter_explains_are_stuck_when_a_deadlock_stopped_the_run(ta
         f"queue overflow at {first}": 1,
         "in deadlocked queues when the run stopped": 2,
     }
+
+
+def test_flows_grouped_by_source_are_each_sources_flows_in_order() -> None:
+    """SourceFlows gives a source exactly the flows a scan of every flow finds, in the same order (so
+    that the draws are those of the scan), also for flows listed in no order and sources without flows."""
+    rng = np.random.default_rng(5)
+    for name in ("uniform", "hotspot", "all-to-all", "bit-reversal"):
+        base = make_traffic(name, num_pes=32)
+        mixed = rng.permutation(base.src.size)
+        traffic = Traffic(base.name, base.src[mixed], base.dst[mixed], rng.random(mixed.size) + 0.1)
+        flows = SourceFlows(traffic)
+        assert flows.random == (name in ("uniform", "hotspot"))
+        for src in range(-1, 34):
+            mine = traffic.src == src
+            dsts, weights = flows.flows_of(src)
+            assert np.array_equal(dsts, traffic.dst[mine]) and np.array_equal(weights, traffic.weight[mine])
