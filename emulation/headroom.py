@@ -146,16 +146,23 @@ def mean_cards_per_packet(
     return float(((all_pairs.links() + 1) * weights).sum() / total) if total else 0.0
 
 
+def process_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (the process state first), or None
+    when the process is gone: utime, stime, cutime and cstime are fields 11 to 14, in clock ticks."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def process_user_system_s(pids: Iterable[int]) -> dict[int, tuple[float, float]]:
     """User and system CPU seconds of each live process (utime, stime from /proc/<pid>/stat)."""
     ticks = os.sysconf("SC_CLK_TCK")
     times = {}
     for pid in pids:
-        try:
-            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        times[pid] = (int(fields[11]) / ticks, int(fields[12]) / ticks)
+        fields = process_stat(pid)
+        if fields is not None:
+            times[pid] = (int(fields[11]) / ticks, int(fields[12]) / ticks)
     return times
 
 

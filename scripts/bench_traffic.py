@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 
 from controller.analysis.traffic import Traffic  # noqa: E402
-from emulation.headroom import process_cpu_s, process_user_system_s  # noqa: E402
+from emulation.headroom import process_cpu_s, process_stat, process_user_system_s  # noqa: E402
 from emulation.measure import distribution, verdict_counts  # noqa: E402
 from emulation.network import build_network, stderr_progress  # noqa: E402
 from emulation.packets import now_us  # noqa: E402
@@ -150,7 +150,8 @@ def children_cpu_s(pid: int, exclude: set[int]) -> float:
     and the reaped ones' (its cutime + cstime; the excluded, such as the switch processes and the
     hosts' shells, are not reaped while it samples). One /proc file per live child, so that the
     sampling itself costs little."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    fields = process_stat(pid)
+    assert fields is not None, f"process {pid} is gone"  # the bench samples its own process
     reaped = (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
     return reaped + sum(process_cpu_s(main_thread_children(pid) - exclude).values())
 
